@@ -1,0 +1,28 @@
+"""mlopt: machine-learned compiler optimization policies (MLGO) for stock LLVM 19.
+
+The log API needs no LLVM::
+
+    import mlopt
+    log = mlopt.read_log("inline.log")
+    log["callee_users"]          # one contiguous ndarray [n_observations, 1]
+"""
+
+from ._core import TensorSpec
+from ._errors import LogFormatError, LogUsageError, TruncatedLogWarning
+from .log import Log, LogHeader, LogStream, LogView, LogWriter, Observation, read_log
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Log",
+    "LogFormatError",
+    "LogHeader",
+    "LogStream",
+    "LogUsageError",
+    "LogView",
+    "LogWriter",
+    "Observation",
+    "TensorSpec",
+    "TruncatedLogWarning",
+    "read_log",
+]

@@ -1,0 +1,65 @@
+#include "ByteSink.h"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <system_error>
+#include <unistd.h>
+
+namespace mlopt {
+
+static constexpr size_t FlushThreshold = 1 << 20;
+
+FdSink::FdSink(int Fd, bool OwnsFd, std::string Path)
+    : Fd(Fd), OwnsFd(OwnsFd), Path(std::move(Path)) {}
+
+FdSink::~FdSink() {
+  try {
+    flush();
+  } catch (...) {
+  }
+  if (OwnsFd)
+    ::close(Fd);
+}
+
+std::unique_ptr<FdSink> FdSink::create(const std::string &Path,
+                                       bool Overwrite) {
+  int Flags = O_WRONLY | O_CREAT | O_CLOEXEC | (Overwrite ? O_TRUNC : O_EXCL);
+  int Fd = ::open(Path.c_str(), Flags, 0644);
+  if (Fd < 0)
+    throw FileError(errno, "cannot create '" + Path + "'", Path);
+  return std::make_unique<FdSink>(Fd, true, Path);
+}
+
+void FdSink::writeAll(const char *Data, size_t Size) {
+  while (Size) {
+    ssize_t N = ::write(Fd, Data, Size);
+    if (N < 0) {
+      if (errno == EINTR)
+        continue;
+      throw FileError(errno, "cannot write '" + Path + "'", Path);
+    }
+    Data += N;
+    Size -= size_t(N);
+  }
+}
+
+void FdSink::write(const char *Data, size_t Size) {
+  if (Buffer.size() + Size > FlushThreshold) {
+    flush();
+    if (Size > FlushThreshold) {
+      writeAll(Data, Size);
+      return;
+    }
+  }
+  Buffer.append(Data, Size);
+}
+
+void FdSink::flush() {
+  if (Buffer.empty())
+    return;
+  std::string Pending;
+  Pending.swap(Buffer);
+  writeAll(Pending.data(), Pending.size());
+}
+
+} // namespace mlopt
