@@ -1,0 +1,44 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        if IN_CI:
+            pytest.fail(f"{name} is required in CI (ci/install.sh installs LLVM 19)")
+        pytest.skip(f"{name} not installed (run ci/install.sh)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def llvm_tools():
+    """Paths of the real Debian LLVM 19 tools."""
+    names = ["opt-19", "clang-19", "llc-19", "llvm-config-19"]
+    return {n.removesuffix("-19"): _tool(n) for n in names}
+
+
+@pytest.fixture(scope="session")
+def llvm_logger_oracle(llvm_tools, tmp_path_factory):
+    """Builds tests/oracle/llvm_logger_oracle.cpp against libLLVM-19."""
+    cfg = llvm_tools["llvm-config"]
+    cxxflags = subprocess.check_output([cfg, "--cxxflags"], text=True).split()
+    libdir = subprocess.check_output([cfg, "--libdir"], text=True).strip()
+    out = tmp_path_factory.mktemp("oracle") / "llvm_logger_oracle"
+    src = Path(__file__).parent / "oracle" / "llvm_logger_oracle.cpp"
+    cxx = shutil.which("clang++-19") or shutil.which("g++") or _tool("c++")
+    subprocess.run(
+        [cxx, "-std=c++17", "-O1", str(src), *cxxflags, "-o", str(out),
+         f"-L{libdir}", "-lLLVM-19", f"-Wl,-rpath,{libdir}"],
+        check=True,
+    )
+    return out
