@@ -244,31 +244,50 @@ def read_log(source: PathLike | bytes | bytearray | memoryview, *, allow_truncat
     return log
 
 
+class StreamSchema:
+    """The layout of one stream's observations, from its header."""
+
+    def __init__(self, header: LogHeader, offsets: Sequence[int]):
+        self.header = header
+        self.features = header.features
+        self.score = header.score
+        self.advice = header.advice
+        self.offsets = list(offsets)
+        self.index: dict[str, int] = {}
+        for i, spec in enumerate(self.features):
+            self.index.setdefault(spec.name, i)
+
+    @classmethod
+    def of(cls, parser) -> "StreamSchema":
+        header = LogHeader(tuple(parser.features), parser.score, parser.advice)
+        return cls(header, parser.feature_offsets)
+
+
 class Observation:
     """One observation from a stream: its context, number, features and score."""
 
-    __slots__ = ("context", "id", "payload", "score_bytes", "_stream")
+    __slots__ = ("context", "id", "payload", "score_bytes", "schema")
 
-    def __init__(self, stream: "LogStream", context: str, id: int, payload: bytes, score: bytes | None):
-        self._stream = stream
+    def __init__(self, schema: StreamSchema, context: str, id: int, payload: bytes, score: bytes | None):
+        self.schema = schema
         self.context = context
         self.id = id
         self.payload = payload
         self.score_bytes = score
 
     def __getitem__(self, key: str | int) -> np.ndarray:
-        i = key if isinstance(key, int) else self._stream._feature_index[key]
-        spec = self._stream.features[i]
-        offset = self._stream._offsets[i]
+        i = key if isinstance(key, int) else self.schema.index[key]
+        spec = self.schema.features[i]
+        offset = self.schema.offsets[i]
         return np.frombuffer(self.payload, spec.dtype, spec.element_count, offset).reshape(spec.shape)
 
     @property
     def features(self) -> dict[str, np.ndarray]:
-        return {s.name: self[i] for i, s in enumerate(self._stream.features)}
+        return {s.name: self[i] for i, s in enumerate(self.schema.features)}
 
     @property
     def score(self) -> np.ndarray | None:
-        spec = self._stream.score
+        spec = self.schema.score
         if self.score_bytes is None or spec is None:
             return None
         return np.frombuffer(self.score_bytes, spec.dtype).reshape(spec.shape)
@@ -314,8 +333,7 @@ class LogStream:
         self._events: list = []
         self._eof = False
         self.truncated_bytes = 0
-        self._offsets: list[int] = []
-        self._feature_index: dict[str, int] = {}
+        self._schema: StreamSchema | None = None
 
     def _fill(self) -> bool:
         """Reads one chunk; False at end of input."""
@@ -335,11 +353,8 @@ class LogStream:
             self._events.extend(self._parser.feed(data))
         except LogFormatError as e:
             raise e.with_path(self.name) if self.name else e from None
-        if self._parser.has_header and not self._offsets:
-            self._offsets = list(self._parser.feature_offsets)
-            self._feature_index = {}
-            for i, spec in enumerate(self._parser.features):
-                self._feature_index.setdefault(spec.name, i)
+        if self._parser.has_header and self._schema is None:
+            self._schema = StreamSchema.of(self._parser)
         return True
 
     @property
@@ -347,9 +362,7 @@ class LogStream:
         """The header, reading until it has arrived (None for empty input)."""
         while not self._parser.has_header and self._fill():
             pass
-        if not self._parser.has_header:
-            return None
-        return LogHeader(tuple(self._parser.features), self._parser.score, self._parser.advice)
+        return self._schema.header if self._schema else None
 
     @property
     def features(self) -> list[TensorSpec]:
@@ -379,7 +392,7 @@ class LogStream:
                 event = self._events.pop(0)
                 if event[0] == "observation":
                     _, ctx, oid, payload, score = event
-                    return Observation(self, self._parser.contexts[ctx], oid, payload, score)
+                    return Observation(self._schema, self._parser.contexts[ctx], oid, payload, score)
             if not self._fill():
                 return None
 

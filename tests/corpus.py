@@ -1,0 +1,57 @@
+"""Real C code for tests: PyPI sdists fetched at test time, compiled by clang-19.
+
+Sources are cached in $MLOPT_TEST_CACHE (default ~/.cache/mlopt-tests) so a
+machine downloads each sdist once.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+CACHE = Path(os.environ.get("MLOPT_TEST_CACHE", Path.home() / ".cache" / "mlopt-tests"))
+
+# name, version, C files (globs inside the sdist), include dirs (relative)
+SDISTS = {
+    "lz4": ("4.3.3", ["*/lz4libs/*.c"], ["lz4libs"]),
+}
+
+
+def sdist_dir(name: str) -> Path:
+    version, _, _ = SDISTS[name]
+    root = CACHE / f"{name}-{version}"
+    if root.exists():
+        return root
+    CACHE.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+         f"{name}=={version}", "-d", str(CACHE)],
+        check=True,
+    )
+    archive = next(CACHE.glob(f"{name}-{version}.tar.gz"))
+    partial = CACHE / f".{name}-{version}.partial"
+    with tarfile.open(archive) as tar:
+        tar.extractall(partial, filter="data")
+    partial.rename(root)
+    return root
+
+
+def c_sources(name: str) -> list[Path]:
+    _, patterns, _ = SDISTS[name]
+    root = sdist_dir(name)
+    files = [p for p in sorted(root.rglob("*.c"))
+             if any(fnmatch.fnmatch(str(p.relative_to(root)), pat) for pat in patterns)]
+    assert files, f"no C sources matched in {root}"
+    return files
+
+
+def bitcode(clang: str, source: Path, out_dir: Path, opt_level: str = "-Oz") -> Path:
+    """Pre-optimization IR carrying the -Oz attributes (what the inliner sees)."""
+    out = out_dir / (source.stem + ".bc")
+    subprocess.run([clang, opt_level, "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
+                    str(source), "-o", str(out)], check=True)
+    return out
