@@ -1,0 +1,188 @@
+"""The ``mlopt`` command line.
+
+Exit codes: 0 success, 1 the input or an operation failed, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+from . import __version__
+from ._errors import LogFormatError
+from .log import LogStream, read_log
+
+EPILOG = """\
+examples:
+  mlopt log show inline.log | head
+  mlopt log stats inline.log
+  mlopt log to-npz inline.log inline.npz
+"""
+
+
+def _format_value(arr: np.ndarray) -> str:
+    # As LLVM's log_reader.py prints: Python str() of each element, joined by ','.
+    return ",".join(str(v) for v in arr.reshape(-1).tolist())
+
+
+def cmd_show(args) -> int:
+    with LogStream(args.file) as stream:
+        context = None
+        shown = 0
+        header = stream.header
+        if header is None:
+            return 0
+        for obs in stream:
+            if args.context is not None and obs.context != args.context:
+                continue
+            if obs.context != context:
+                context = obs.context
+                print(f"context: {context}")
+            print(f"observation: {obs.id}")
+            for spec in header.features:
+                print(f"{spec.name}: {_format_value(obs[spec.name])}")
+            if header.score is not None:
+                print(f"{header.score.name}: {_format_value(obs.score)}")
+            shown += 1
+            if args.limit is not None and shown >= args.limit:
+                break
+    return 0
+
+
+def _column_stats(name: str, arr: np.ndarray) -> dict:
+    flat = arr.reshape(-1)
+    if flat.size == 0:
+        return {"name": name, "count": 0, "min": None, "mean": None, "max": None}
+    values = flat.astype(np.float64)
+    return {
+        "name": name,
+        "count": int(flat.size),
+        "min": flat.min().item(),
+        "mean": float(values.mean()),
+        "max": flat.max().item(),
+    }
+
+
+def cmd_stats(args) -> int:
+    log = read_log(args.file, allow_truncated=args.allow_truncated)
+    per_context = {name: int(np.count_nonzero(log.context_index == i)) for i, name in enumerate(log.contexts)}
+    columns = [_column_stats(s.name, log[i]) for i, s in enumerate(log.features)]
+    score = _column_stats(log.score_spec.name, log.score) if log.score_spec is not None else None
+    if args.json:
+        print(json.dumps({
+            "file": str(args.file),
+            "bytes": log.input_bytes,
+            "observations": len(log),
+            "contexts": per_context,
+            "features": columns,
+            "score": score,
+            "advice": json.loads(log.advice_spec.to_json()) if log.advice_spec else None,
+            "truncated_bytes": log.truncated_bytes,
+        }, indent=2))
+        return 0
+    print(f"file:          {args.file}")
+    print(f"bytes:         {log.input_bytes}")
+    print(f"observations:  {len(log)}")
+    empty = sum(1 for v in per_context.values() if v == 0)
+    print(f"contexts:      {len(log.contexts)}" + (f" ({empty} without observations)" if empty else ""))
+    print(f"features:      {len(log.features)}")
+    if log.score_spec is not None:
+        print(f"score:         {log.score_spec.name} ({log.score_spec.type})")
+    if log.advice_spec is not None:
+        print(f"advice:        {log.advice_spec.name} ({log.advice_spec.type})")
+    if log.truncated_bytes:
+        print(f"dropped:       {log.truncated_bytes} bytes of an incomplete last record")
+    rows = columns + ([score] if score else [])
+    if not rows:
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    print()
+    print(f"{'feature':<{width}}  {'type':>8}  {'min':>14}  {'mean':>14}  {'max':>14}")
+    types = [s.type for s in log.features] + ([log.score_spec.type] if score else [])
+    for r, t in zip(rows, types):
+        if r["count"] == 0:
+            print(f"{r['name']:<{width}}  {t:>8}  {'-':>14}  {'-':>14}  {'-':>14}")
+        else:
+            print(f"{r['name']:<{width}}  {t:>8}  {r['min']:>14.6g}  {r['mean']:>14.6g}  {r['max']:>14.6g}")
+    return 0
+
+
+def cmd_to_npz(args) -> int:
+    if os.path.exists(args.out) and not args.force:
+        raise FileExistsError(f"{args.out} exists (use --force to replace it)")
+    log = read_log(args.file, allow_truncated=args.allow_truncated)
+    log.to_npz(args.out, overwrite=args.force)
+    print(f"wrote {args.out}: {len(log)} observations, {len(log.features)} features")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mlopt",
+        description="Machine-learned compiler optimization policies (MLGO) for stock LLVM 19.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mlopt {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    log = sub.add_parser("log", help="read MLGO training logs and interactive streams",
+                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    log_sub = log.add_subparsers(dest="log_command", metavar="SUBCOMMAND")
+    log_sub.required = True
+
+    show = log_sub.add_parser("show", help="print every observation, as LLVM's log_reader.py does",
+                              epilog="example:\n  mlopt log show inline.log --limit 3",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    show.add_argument("file", help="training log or captured interactive stream")
+    show.add_argument("--limit", type=int, help="stop after N observations")
+    show.add_argument("--context", help="only observations of this context")
+    show.set_defaults(func=cmd_show)
+
+    stats = log_sub.add_parser("stats", help="counts and per-feature min/mean/max",
+                               epilog="example:\n  mlopt log stats inline.log --json",
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    stats.add_argument("file")
+    stats.add_argument("--json", action="store_true", help="machine-readable output")
+    stats.add_argument("--allow-truncated", action="store_true",
+                       help="drop an incomplete last record instead of failing")
+    stats.set_defaults(func=cmd_stats)
+
+    npz = log_sub.add_parser("to-npz", help="save the columns as a numpy .npz archive",
+                             epilog="example:\n  mlopt log to-npz inline.log inline.npz",
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    npz.add_argument("file")
+    npz.add_argument("out", help="output .npz (not replaced unless --force)")
+    npz.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    npz.add_argument("--allow-truncated", action="store_true",
+                     help="drop an incomplete last record instead of failing")
+    npz.set_defaults(func=cmd_to_npz)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # `mlopt log show big.log | head`: the reader went away; not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except LogFormatError as e:
+        print(f"mlopt: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        detail = e.strerror or str(e)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"mlopt: error: {where}{detail}" if e.strerror else f"mlopt: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
