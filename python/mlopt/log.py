@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
 
@@ -330,7 +331,7 @@ class LogStream:
         self._parser = _core.LogParser()
         self._chunk = chunk_size
         self._allow_truncated = allow_truncated
-        self._events: list = []
+        self._events: deque = deque()
         self._eof = False
         self.truncated_bytes = 0
         self._schema: StreamSchema | None = None
@@ -389,7 +390,7 @@ class LogStream:
         """The next observation, or None at end of input."""
         while True:
             while self._events:
-                event = self._events.pop(0)
+                event = self._events.popleft()
                 if event[0] == "observation":
                     _, ctx, oid, payload, score = event
                     return Observation(self._schema, self._parser.contexts[ctx], oid, payload, score)

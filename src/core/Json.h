@@ -62,9 +62,6 @@ public:
   /// Returns the member named Key of an object, or nullptr.
   const Value *get(std::string_view Key) const;
 
-  /// Compact JSON text (keys in stored order).
-  std::string toString() const;
-  static const char *kindName(Kind K);
 
 private:
   Kind K = Kind::Null;
