@@ -30,23 +30,11 @@ import time
 import numpy as np
 
 import mlopt
-from mlopt import TensorSpec
+from mlopt import TensorSpec, inliner
 
-FEATURES = [
-    "sroa_savings", "sroa_losses", "load_elimination", "call_penalty", "call_argument_setup",
-    "load_relative_intrinsic", "lowered_call_arg_setup", "indirect_call_penalty",
-    "jump_table_penalty", "case_cluster_penalty", "switch_default_dest_penalty",
-    "switch_penalty", "unsimplified_common_instructions", "num_loops", "dead_blocks",
-    "simplified_instructions", "constant_args", "constant_offset_ptr_args", "callsite_cost",
-    "cold_cc_penalty", "last_call_to_static_bonus", "is_multiple_blocks", "nested_inlines",
-    "nested_inline_cost_estimate", "threshold", "callee_basic_block_count", "callsite_height",
-    "node_count", "nr_ctant_params", "cost_estimate", "edge_count", "caller_users",
-    "caller_conditionally_executed_blocks", "caller_basic_block_count",
-    "callee_conditionally_executed_blocks", "callee_users", "is_callee_avail_external",
-    "is_caller_avail_external", "inlining_default", "inlining_decision",
-]
+FEATURES = [*inliner.FEATURES, inliner.DEFAULT_DECISION, inliner.DECISION]
 SPECS = [TensorSpec(n, "int64_t", [1]) for n in FEATURES]
-SCORE = TensorSpec("delta_size", "int64_t", [1])
+SCORE = inliner.reward_spec()
 BYTES_PER_OBS = 24 + 40 * 8 + 1 + 20 + 8 + 1  # approximate, for sizing
 
 

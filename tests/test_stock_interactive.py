@@ -11,22 +11,10 @@ import pytest
 import mlopt
 import reference_reader
 from corpus import bitcode, c_sources
+from mlopt import inliner
 from mlopt.interactive import Host
 
-# LLVM 19's inliner features, in tensor order (llvm-mlgo.md 7.2).
-INLINER_FEATURES = [
-    "sroa_savings", "sroa_losses", "load_elimination", "call_penalty", "call_argument_setup",
-    "load_relative_intrinsic", "lowered_call_arg_setup", "indirect_call_penalty",
-    "jump_table_penalty", "case_cluster_penalty", "switch_default_dest_penalty",
-    "switch_penalty", "unsimplified_common_instructions", "num_loops", "dead_blocks",
-    "simplified_instructions", "constant_args", "constant_offset_ptr_args", "callsite_cost",
-    "cold_cc_penalty", "last_call_to_static_bonus", "is_multiple_blocks", "nested_inlines",
-    "nested_inline_cost_estimate", "threshold", "callee_basic_block_count", "callsite_height",
-    "node_count", "nr_ctant_params", "cost_estimate", "edge_count", "caller_users",
-    "caller_conditionally_executed_blocks", "caller_basic_block_count",
-    "callee_conditionally_executed_blocks", "callee_users", "is_callee_avail_external",
-    "is_caller_avail_external",
-]
+INLINER_FEATURES = list(inliner.FEATURES)
 
 
 def policy(obs):
@@ -41,9 +29,10 @@ def parse_remarks(text: str):
         if "Pass:            inline-ml" not in doc:
             continue
         caller = re.search(r"^Function:\s+(\S+)", doc, re.M).group(1)
-        args = dict(re.findall(r"^  - (\w+):\s+'?([^'\n]*)'?$", doc, re.M))
-        feats = {k: int(args[k]) for k in INLINER_FEATURES if k in args}
-        out.append((caller, args.get("Callee"), feats, args.get("ShouldInline")))
+        args = re.findall(r"^  - (\w+):\s+'?([^'\n]*)'?$", doc, re.M)
+        feats = [(k, int(v)) for k, v in args if k not in ("Callee", "ShouldInline")]
+        named = dict(args)
+        out.append((caller, named.get("Callee"), feats, named.get("ShouldInline")))
     return out
 
 
@@ -94,7 +83,9 @@ def test_stock_opt_stream_reads_exactly(llvm_tools, lz4_module, tmp_path):
     assert len(decided) == n
     matrix = np.hstack([log[name] for name in INLINER_FEATURES])
     for row, (caller, callee, feats, should) in zip(matrix, decided):
-        assert [feats[k] for k in INLINER_FEATURES] == row.tolist(), (caller, callee)
+        # LLVM lists the features in tensor order: names and values both match.
+        assert [k for k, _ in feats] == INLINER_FEATURES
+        assert [v for _, v in feats] == row.tolist(), (caller, callee)
         assert should == ("true" if policy_row(row) else "false")
 
 

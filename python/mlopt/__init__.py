@@ -7,6 +7,7 @@ The log API needs no LLVM::
     log["callee_users"]          # one contiguous ndarray [n_observations, 1]
 """
 
+from . import inliner
 from ._core import TensorSpec
 from ._errors import LogFormatError, LogUsageError, TruncatedLogWarning
 from .log import Log, LogHeader, LogStream, LogView, LogWriter, Observation, read_log
@@ -24,5 +25,6 @@ __all__ = [
     "Observation",
     "TensorSpec",
     "TruncatedLogWarning",
+    "inliner",
     "read_log",
 ]

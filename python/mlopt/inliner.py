@@ -1,0 +1,44 @@
+"""LLVM 19's ML inliner tensors: the 38 features and the decision names.
+
+Order is the tensor index (InlineModelFeatureMaps.h in LLVM 19): the 25 cost
+features of getInliningCostFeatures first, then call-site and module features.
+All are int64 with shape [1].
+"""
+
+from __future__ import annotations
+
+from ._core import TensorSpec
+
+FEATURES: tuple[str, ...] = (
+    "sroa_savings", "sroa_losses", "load_elimination", "call_penalty", "call_argument_setup",
+    "load_relative_intrinsic", "lowered_call_arg_setup", "indirect_call_penalty",
+    "jump_table_penalty", "case_cluster_penalty", "switch_default_dest_penalty",
+    "switch_penalty", "unsimplified_common_instructions", "num_loops", "dead_blocks",
+    "simplified_instructions", "constant_args", "constant_offset_ptr_args", "callsite_cost",
+    "cold_cc_penalty", "last_call_to_static_bonus", "is_multiple_blocks", "nested_inlines",
+    "nested_inline_cost_estimate", "threshold", "callee_basic_block_count", "callsite_height",
+    "node_count", "nr_ctant_params", "cost_estimate", "edge_count", "caller_users",
+    "caller_conditionally_executed_blocks", "caller_basic_block_count",
+    "callee_conditionally_executed_blocks", "callee_users", "is_callee_avail_external",
+    "is_caller_avail_external",
+)
+DECISION = "inlining_decision"
+DEFAULT_DECISION = "inlining_default"
+REWARD = "delta_size"
+
+
+def feature_specs() -> list[TensorSpec]:
+    """The 38 input specs, in tensor order."""
+    return [TensorSpec(name, "int64_t", [1]) for name in FEATURES]
+
+
+def decision_spec() -> TensorSpec:
+    return TensorSpec(DECISION, "int64_t", [1])
+
+
+def default_decision_spec() -> TensorSpec:
+    return TensorSpec(DEFAULT_DECISION, "int64_t", [1])
+
+
+def reward_spec() -> TensorSpec:
+    return TensorSpec(REWARD, "int64_t", [1])
