@@ -42,3 +42,23 @@ def llvm_logger_oracle(llvm_tools, tmp_path_factory):
         check=True,
     )
     return out
+
+
+@pytest.fixture(scope="session")
+def corpus_modules(llvm_tools, tmp_path_factory):
+    """Pre-optimization bitcode of real C code (lz4 + brotli sdists, 35 modules)."""
+    from corpus import corpus
+
+    return corpus(llvm_tools["clang"], tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.fixture(scope="session")
+def plugin(llvm_tools):
+    from mlopt.plugin import PluginNotFoundError, plugin_path
+
+    try:
+        return plugin_path()
+    except PluginNotFoundError as e:
+        if IN_CI:
+            pytest.fail(str(e))
+        pytest.skip(str(e))

@@ -18,6 +18,7 @@ CACHE = Path(os.environ.get("MLOPT_TEST_CACHE", Path.home() / ".cache" / "mlopt-
 # name, version, C files (globs inside the sdist), include dirs (relative)
 SDISTS = {
     "lz4": ("4.3.3", ["*/lz4libs/*.c"], ["lz4libs"]),
+    "brotli": ("1.1.0", ["*/c/common/*.c", "*/c/dec/*.c", "*/c/enc/*.c"], ["c/include"]),
 }
 
 
@@ -32,7 +33,7 @@ def sdist_dir(name: str) -> Path:
          f"{name}=={version}", "-d", str(CACHE)],
         check=True,
     )
-    archive = next(CACHE.glob(f"{name}-{version}.tar.gz"))
+    archive = next(p for p in CACHE.glob("*.tar.gz") if p.name.lower() == f"{name}-{version}.tar.gz")
     partial = CACHE / f".{name}-{version}.partial"
     with tarfile.open(archive) as tar:
         tar.extractall(partial, filter="data")
@@ -49,9 +50,25 @@ def c_sources(name: str) -> list[Path]:
     return files
 
 
-def bitcode(clang: str, source: Path, out_dir: Path, opt_level: str = "-Oz") -> Path:
+def include_flags(name: str) -> list[str]:
+    root = sdist_dir(name)
+    top = next(root.iterdir())
+    return [f"-I{top / d}" for d in SDISTS[name][2]]
+
+
+def bitcode(clang: str, source: Path, out_dir: Path, opt_level: str = "-Oz",
+            flags: list[str] = ()) -> Path:
     """Pre-optimization IR carrying the -Oz attributes (what the inliner sees)."""
-    out = out_dir / (source.stem + ".bc")
-    subprocess.run([clang, opt_level, "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
+    out = out_dir / (source.parent.name + "_" + source.stem + ".bc")
+    subprocess.run([clang, opt_level, *flags, "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
                     str(source), "-o", str(out)], check=True)
     return out
+
+
+def corpus(clang: str, out_dir: Path) -> list[Path]:
+    """Bitcode of every module of every sdist above (35 modules)."""
+    modules = []
+    for name in SDISTS:
+        flags = include_flags(name)
+        modules += [bitcode(clang, src, out_dir, flags=flags) for src in c_sources(name)]
+    return modules

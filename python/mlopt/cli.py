@@ -21,6 +21,9 @@ examples:
   mlopt log show inline.log | head
   mlopt log stats inline.log
   mlopt log to-npz inline.log inline.npz
+  opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-training-log=x.log \\
+      -passes='default<Oz>' in.bc -o out.bc
+  CFLAGS="-Oz $(mlopt clang-flags --training-log x.log)"
 """
 
 
@@ -120,6 +123,20 @@ def cmd_to_npz(args) -> int:
     return 0
 
 
+def cmd_plugin_path(args) -> int:
+    from .plugin import plugin_path
+
+    print(plugin_path())
+    return 0
+
+
+def cmd_clang_flags(args) -> int:
+    from .plugin import clang_flags_string
+
+    print(clang_flags_string(training_log=args.training_log))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mlopt",
@@ -162,6 +179,18 @@ def build_parser() -> argparse.ArgumentParser:
     npz.add_argument("--allow-truncated", action="store_true",
                      help="drop an incomplete last record instead of failing")
     npz.set_defaults(func=cmd_to_npz)
+
+    path = sub.add_parser("plugin-path", help="print the absolute path of the pass plugin",
+                          epilog="example:\n  opt-19 -load-pass-plugin=$(mlopt plugin-path) "
+                                 "-mlopt-inline-training-log=x.log -passes='default<Oz>' in.bc -o out.bc",
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    path.set_defaults(func=cmd_plugin_path)
+
+    flags = sub.add_parser("clang-flags", help="print clang-19 flags that load the plugin",
+                           epilog="example:\n  clang-19 -Oz $(mlopt clang-flags --training-log x.log) -c a.c",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    flags.add_argument("--training-log", metavar="PATH", help="write a training log of the inliner's decisions")
+    flags.set_defaults(func=cmd_clang_flags)
     return parser
 
 

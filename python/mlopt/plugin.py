@@ -1,0 +1,68 @@
+"""Where mlopt's pass plugin is, and the flags that load it into opt/clang.
+
+The plugin (built when LLVM 19 was found at build time) gives stock
+``opt-19`` / ``clang-19`` MLGO's inline advisor with mlopt's runners::
+
+    opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-training-log=x.log \\
+        -passes='default<Oz>' in.bc -o out.bc
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from . import _core
+
+PLUGIN_NAME = "MLOptPlugin.so"
+
+
+class PluginNotFoundError(FileNotFoundError):
+    """mlopt was built without LLVM 19, so it has no pass plugin."""
+
+
+def plugin_path() -> Path:
+    """Absolute path of the plugin ($MLOPT_PLUGIN overrides)."""
+    override = os.environ.get("MLOPT_PLUGIN")
+    if override:
+        path = Path(override).resolve()
+        if not path.is_file():
+            raise PluginNotFoundError(f"MLOPT_PLUGIN={override}: no such file")
+        return path
+    path = Path(_core.__file__).resolve().parent / "lib" / PLUGIN_NAME
+    if not path.is_file():
+        raise PluginNotFoundError(
+            f"{path} is missing: mlopt was built without LLVM 19 "
+            "(install llvm-19-dev, then reinstall mlopt)"
+        )
+    return path
+
+
+def _mlopt_options(training_log=None) -> list[str]:
+    options = []
+    if training_log is not None:
+        options.append(f"-mlopt-inline-training-log={os.fspath(training_log)}")
+    return options
+
+
+def opt_flags(*, training_log=None) -> list[str]:
+    """Arguments that load the plugin into opt-19 (options after the plugin)."""
+    return [f"-load-pass-plugin={plugin_path()}", *_mlopt_options(training_log)]
+
+
+def clang_flags(*, training_log=None) -> list[str]:
+    """Arguments that load the plugin into clang-19 with its options.
+
+    ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
+    ``-mllvm`` options known to clang's command line.
+    """
+    path = plugin_path()
+    flags = [f"-fpass-plugin={path}", "-Xclang", "-load", "-Xclang", str(path)]
+    for option in _mlopt_options(training_log):
+        flags += ["-mllvm", option]
+    return flags
+
+
+def clang_flags_string(**kwargs) -> str:
+    return shlex.join(clang_flags(**kwargs))

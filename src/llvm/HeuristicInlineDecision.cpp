@@ -1,0 +1,59 @@
+#include "HeuristicInlineDecision.h"
+
+#include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Analysis/BlockFrequencyInfo.h"
+#include "llvm/Analysis/InlineAdvisor.h"
+#include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/Analysis/ProfileSummaryInfo.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Analysis/TargetTransformInfo.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+
+using namespace llvm;
+
+namespace mlopt {
+
+/// The value of LLVM's own -inline-deferral option (default false).
+static bool inlineDeferralOption() {
+  static const bool Value = [] {
+    auto &Options = cl::getRegisteredOptions();
+    auto It = Options.find("inline-deferral");
+    if (It == Options.end())
+      return false;
+    auto *Opt = static_cast<cl::opt<bool> *>(It->second);
+    return bool(*Opt);
+  }();
+  return Value;
+}
+
+bool heuristicInlineDecision(CallBase &CB, FunctionAnalysisManager &FAM,
+                             const InlineParams &Params) {
+  Function &Caller = *CB.getCaller();
+  Module &M = *Caller.getParent();
+  ProfileSummaryInfo *PSI =
+      FAM.getResult<ModuleAnalysisManagerFunctionProxy>(Caller)
+          .getCachedResult<ProfileSummaryAnalysis>(M);
+  auto &ORE = FAM.getResult<OptimizationRemarkEmitterAnalysis>(Caller);
+  auto GetAC = [&](Function &F) -> AssumptionCache & {
+    return FAM.getResult<AssumptionAnalysis>(F);
+  };
+  auto GetBFI = [&](Function &F) -> BlockFrequencyInfo & {
+    return FAM.getResult<BlockFrequencyAnalysis>(F);
+  };
+  auto GetTLI = [&](Function &F) -> const TargetLibraryInfo & {
+    return FAM.getResult<TargetLibraryAnalysis>(F);
+  };
+  auto Cost = [&](CallBase &Call) {
+    Function &Callee = *Call.getCalledFunction();
+    return getInlineCost(Call, Params, FAM.getResult<TargetIRAnalysis>(Callee),
+                         GetAC, GetTLI, GetBFI, PSI, /*ORE=*/nullptr);
+  };
+  // shouldInline only reports to ORE when remarks are enabled; the decision
+  // itself is what the default advisor acts on.
+  return shouldInline(CB, Cost, ORE,
+                      Params.EnableDeferral.value_or(inlineDeferralOption()))
+      .has_value();
+}
+
+} // namespace mlopt

@@ -1,0 +1,49 @@
+//===- MLoptInlineAdvisor.h - LLVM's ML inline advisor + logging -*- C++ -*-===//
+//
+// Contract: LLVM 19's MLInlineAdvisor (its 38 features, incremental module
+// state and size guard, unchanged) driven by an mlopt InlinePolicyRunner.
+// For every call site that reaches the model, the runner is told the stock
+// heuristic's decision first. When a training log is given, each such
+// decision is written when the inliner records it (after acting), in LLVM's
+// development-mode layout: the 38 features, the runner's extra outputs,
+// inlining_default, inlining_decision; context "". Mandatory inlinings are
+// neither evaluated nor logged, as in LLVM.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLOPT_LLVM_MLOPTINLINEADVISOR_H
+#define MLOPT_LLVM_MLOPTINLINEADVISOR_H
+
+#include "InlinePolicyRunner.h"
+#include "TrainingLogWriter.h"
+
+#include "llvm/Analysis/MLInlineAdvisor.h"
+
+#include <functional>
+#include <memory>
+
+namespace mlopt {
+
+/// The header specs of the development-mode log for a runner.
+std::vector<TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Runner);
+
+class MLoptInlineAdvisor final : public llvm::MLInlineAdvisor {
+public:
+  MLoptInlineAdvisor(llvm::Module &M, llvm::ModuleAnalysisManager &MAM,
+                     std::unique_ptr<InlinePolicyRunner> Runner,
+                     std::function<bool(llvm::CallBase &)> DefaultAdvice,
+                     TrainingLogWriter *Log);
+  ~MLoptInlineAdvisor() override;
+
+protected:
+  std::unique_ptr<llvm::MLInlineAdvice>
+  getAdviceFromModel(llvm::CallBase &CB,
+                     llvm::OptimizationRemarkEmitter &ORE) override;
+
+private:
+  InlinePolicyRunner &Runner;
+  TrainingLogWriter *Log;
+};
+
+} // namespace mlopt
+
+#endif

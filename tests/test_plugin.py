@@ -1,0 +1,113 @@
+"""The pass plugin inside the real stock opt-19 / clang-19."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+import mlopt
+from mlopt import inliner
+from mlopt.interactive import Host
+from mlopt.plugin import clang_flags, opt_flags
+
+
+def opt(llvm_tools, module, out, *flags, check=True):
+    return subprocess.run([llvm_tools["opt"], *flags, "-passes=default<Oz>", str(module), "-o", str(out)],
+                          capture_output=True, text=True, check=check, timeout=600)
+
+
+def test_heuristic_through_plugin_equals_stock(llvm_tools, plugin, corpus_modules, tmp_path):
+    """No model: the plugin's advisor (LLVM's MLInlineAdvisor + heuristic
+    decisions, logging) gives byte-identical IR to stock -Oz on every module."""
+    assert len(corpus_modules) >= 30
+    total = 0
+    for module in corpus_modules:
+        stock, plug, log = (tmp_path / f"{module.stem}.{k}" for k in ("stock.bc", "plug.bc", "log"))
+        opt(llvm_tools, module, stock)
+        opt(llvm_tools, module, plug, *opt_flags(training_log=log))
+        assert plug.read_bytes() == stock.read_bytes(), module.name
+        trace = mlopt.read_log(log)
+        # Without a model the decision is the heuristic's.
+        assert np.array_equal(trace["inlining_decision"], trace["inlining_default"])
+        total += len(trace)
+    assert total > 1000
+
+
+def test_loading_without_options_changes_nothing(llvm_tools, plugin, corpus_modules, tmp_path):
+    module = corpus_modules[0]
+    opt(llvm_tools, module, tmp_path / "stock.bc")
+    opt(llvm_tools, module, tmp_path / "plug.bc", f"-load-pass-plugin={plugin}")
+    assert (tmp_path / "plug.bc").read_bytes() == (tmp_path / "stock.bc").read_bytes()
+
+
+def test_training_log_layout(llvm_tools, plugin, corpus_modules, tmp_path):
+    opt(llvm_tools, corpus_modules[0], tmp_path / "o.bc", *opt_flags(training_log=tmp_path / "t.log"))
+    log = mlopt.read_log(tmp_path / "t.log")
+    assert log.feature_names == [*inliner.FEATURES, inliner.DEFAULT_DECISION, inliner.DECISION]
+    assert all(s == mlopt.TensorSpec(s.name, "int64_t", [1]) for s in log.features)
+    assert log.score_spec is None and log.advice_spec is None
+    assert log.contexts == [""] and np.array_equal(log.observation_id, np.arange(len(log)))
+
+
+def test_training_log_features_equal_stock_interactive(llvm_tools, plugin, corpus_modules, tmp_path):
+    """Decision by decision, the plugin's logged features are the rows stock
+    opt-19 sends on its interactive channel when the host replays the same
+    decisions. (No include-default: column 25 is intact on both sides.)"""
+    checked = 0
+    for module in corpus_modules[:8]:
+        log_path = tmp_path / f"{module.stem}.log"
+        opt(llvm_tools, module, tmp_path / "p.bc", *opt_flags(training_log=log_path))
+        log = mlopt.read_log(log_path)
+        decisions = iter(log["inlining_decision"].ravel().tolist())
+        result = Host(lambda obs: next(decisions), timeout=600, capture=True).run(
+            [llvm_tools["opt"], "-passes=default<Oz>", "-enable-ml-inliner=release",
+             "-inliner-interactive-channel-base={channel}", str(module), "-o", str(tmp_path / "s.bc")])
+        assert result.returncode == 0, result.stderr
+        stream = mlopt.read_log(b"".join(result.streams))
+        assert len(stream) == len(log), module.name
+        for name in inliner.FEATURES:
+            assert np.array_equal(stream[name], log[name]), (module.name, name)
+        assert (tmp_path / "s.bc").read_bytes() == (tmp_path / "p.bc").read_bytes()
+        checked += len(log)
+    assert checked > 300
+
+
+def test_deterministic(llvm_tools, plugin, corpus_modules, tmp_path):
+    module = max(corpus_modules, key=lambda p: p.stat().st_size)
+    outputs = set()
+    for i in range(3):
+        opt(llvm_tools, module, tmp_path / f"{i}.bc", *opt_flags(training_log=tmp_path / f"{i}.log"))
+        outputs.add(((tmp_path / f"{i}.bc").read_bytes(), (tmp_path / f"{i}.log").read_bytes()))
+    assert len(outputs) == 1
+
+
+def test_clang_route(llvm_tools, plugin, tmp_path):
+    from corpus import c_sources, include_flags
+
+    src = next(p for p in c_sources("lz4") if p.name == "lz4hc.c")
+    inc = include_flags("lz4")
+    log = tmp_path / "c.log"
+    subprocess.run([llvm_tools["clang"], "-Oz", *inc, *clang_flags(training_log=log), "-c", str(src),
+                    "-o", str(tmp_path / "plug.o")], check=True)
+    subprocess.run([llvm_tools["clang"], "-Oz", *inc, "-c", str(src), "-o", str(tmp_path / "stock.o")], check=True)
+    assert (tmp_path / "plug.o").read_bytes() == (tmp_path / "stock.o").read_bytes()
+    assert len(mlopt.read_log(log)) > 100
+
+
+def test_unwritable_training_log_is_a_clear_error(llvm_tools, plugin, corpus_modules, tmp_path):
+    bad = tmp_path / "no-such-dir" / "t.log"
+    r = opt(llvm_tools, corpus_modules[0], tmp_path / "o.bc", *opt_flags(training_log=bad), check=False)
+    assert r.returncode != 0
+    assert f"mlopt: cannot write training log: cannot create '{bad}'" in r.stderr
+
+
+def test_cli_plugin_path_and_clang_flags(plugin, capsys):
+    from mlopt.cli import main
+
+    assert main(["plugin-path"]) == 0
+    assert capsys.readouterr().out.strip() == str(plugin)
+    assert main(["clang-flags", "--training-log", "x.log"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"-fpass-plugin={plugin} -Xclang -load -Xclang {plugin} -mllvm -mlopt-inline-training-log=x.log")
