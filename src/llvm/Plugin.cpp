@@ -8,6 +8,7 @@
 // compiler behaves exactly as stock.
 
 #include "HeuristicInlineDecision.h"
+#include "InteractiveRunner.h"
 #include "MLoptInlineAdvisor.h"
 
 #include "llvm/Analysis/InlineAdvisor.h"
@@ -30,6 +31,23 @@ cl::opt<std::string> TrainingLogPath(
     cl::desc("mlopt: write an MLGO training log of every inlining decision "
              "(LLVM's development-mode layout: 38 features, inlining_default, "
              "inlining_decision)"));
+
+cl::opt<std::string> InteractiveBase(
+    "mlopt-inline-interactive", cl::value_desc("base"), cl::cat(Category),
+    cl::desc("mlopt: ask a host process for each inlining decision over "
+             "<base>.out / <base>.in (LLVM's interactive protocol)"));
+
+cl::opt<double> InteractiveTimeout(
+    "mlopt-inline-interactive-timeout", cl::init(60.0), cl::value_desc("seconds"),
+    cl::cat(Category),
+    cl::desc("mlopt: if the host has not connected or replied within this "
+             "time, or has closed the channel, warn once and finish with the "
+             "default heuristic"));
+
+cl::opt<bool> InteractiveIncludeDefault(
+    "mlopt-inline-interactive-include-default", cl::init(false), cl::cat(Category),
+    cl::desc("mlopt: append the heuristic's decision (inlining_default) as "
+             "the last feature sent to the host"));
 
 ModuleAnalysisManager *TheMAM = nullptr;
 
@@ -56,7 +74,13 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
                               InlineParams Params, InlineContext IC) {
   if (!TheMAM)
     return new DefaultInlineAdvisor(M, FAM, Params, IC);
-  auto Runner = std::make_unique<mlopt::HeuristicRunner>(M.getContext());
+  std::unique_ptr<mlopt::InlinePolicyRunner> Runner;
+  if (!InteractiveBase.empty())
+    Runner = std::make_unique<mlopt::InteractiveRunner>(
+        M.getContext(), InteractiveBase, InteractiveTimeout,
+        InteractiveIncludeDefault);
+  else
+    Runner = std::make_unique<mlopt::HeuristicRunner>(M.getContext());
   mlopt::TrainingLogWriter *Log = trainingLog(M.getContext(), *Runner);
   auto Default = [&FAM, Params](CallBase &CB) {
     return mlopt::heuristicInlineDecision(CB, FAM, Params);
@@ -65,7 +89,9 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
                                        Log);
 }
 
-bool pluginActive() { return !TrainingLogPath.empty(); }
+bool pluginActive() {
+  return !TrainingLogPath.empty() || !InteractiveBase.empty();
+}
 
 void registerCallbacks(PassBuilder &PB) {
   PB.registerAnalysisRegistrationCallback([](ModuleAnalysisManager &MAM) {
