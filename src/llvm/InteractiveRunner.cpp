@@ -1,4 +1,5 @@
 #include "InteractiveRunner.h"
+#include "TensorSpecConversion.h"
 
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
@@ -38,12 +39,9 @@ bool isFifo(const std::string &Path) {
 }
 
 std::vector<mlopt::TensorSpec> headerFeatures(bool IncludeDefault) {
-  std::vector<mlopt::TensorSpec> Specs;
-  for (const llvm::TensorSpec &S : FeatureMap)
-    Specs.emplace_back(S.name(), mlopt::TensorType::Int64, S.shape());
+  std::vector<mlopt::TensorSpec> Specs = inlinerFeatureSpecs();
   if (IncludeDefault)
-    Specs.emplace_back(DefaultDecisionName, mlopt::TensorType::Int64,
-                       std::vector<int64_t>{1});
+    Specs.push_back(fromLLVM(DefaultDecisionSpec));
   return Specs;
 }
 
@@ -127,7 +125,7 @@ void InteractiveRunner::openChannels() {
     Out = std::make_unique<TrainingLogWriter>(
         std::make_unique<FdSink>(OutFd, true, OutPath),
         headerFeatures(IncludeDefault), std::nullopt,
-        mlopt::TensorSpec(DecisionName, mlopt::TensorType::Int64, {1}));
+        fromLLVM(InlineDecisionSpec));
     Out->flush();
   } catch (const std::exception &E) {
     fail(E.what());

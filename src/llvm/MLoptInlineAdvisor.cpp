@@ -1,4 +1,5 @@
 #include "MLoptInlineAdvisor.h"
+#include "TensorSpecConversion.h"
 
 #include <cstring>
 
@@ -6,46 +7,13 @@ using namespace llvm;
 
 namespace mlopt {
 
-static mlopt::TensorType typeOf(const llvm::TensorSpec &S) {
-  switch (S.type()) {
-  case llvm::TensorType::Float:
-    return mlopt::TensorType::Float;
-  case llvm::TensorType::Double:
-    return mlopt::TensorType::Double;
-  case llvm::TensorType::Int8:
-    return mlopt::TensorType::Int8;
-  case llvm::TensorType::UInt8:
-    return mlopt::TensorType::UInt8;
-  case llvm::TensorType::Int16:
-    return mlopt::TensorType::Int16;
-  case llvm::TensorType::UInt16:
-    return mlopt::TensorType::UInt16;
-  case llvm::TensorType::Int32:
-    return mlopt::TensorType::Int32;
-  case llvm::TensorType::UInt32:
-    return mlopt::TensorType::UInt32;
-  case llvm::TensorType::Int64:
-    return mlopt::TensorType::Int64;
-  case llvm::TensorType::UInt64:
-    return mlopt::TensorType::UInt64;
-  default:
-    return mlopt::TensorType::Invalid;
-  }
-}
-
-static mlopt::TensorSpec convert(const llvm::TensorSpec &S) {
-  return mlopt::TensorSpec(S.name(), typeOf(S), S.shape(), S.port());
-}
-
 std::vector<mlopt::TensorSpec>
 trainingLogFeatures(const InlinePolicyRunner &Runner) {
-  std::vector<mlopt::TensorSpec> Specs;
-  for (const llvm::TensorSpec &S : FeatureMap)
-    Specs.push_back(convert(S));
+  std::vector<mlopt::TensorSpec> Specs = inlinerFeatureSpecs();
   for (const llvm::TensorSpec &S : Runner.extraOutputs())
-    Specs.push_back(convert(S));
-  Specs.push_back(convert(DefaultDecisionSpec));
-  Specs.push_back(convert(InlineDecisionSpec));
+    Specs.push_back(fromLLVM(S));
+  Specs.push_back(fromLLVM(DefaultDecisionSpec));
+  Specs.push_back(fromLLVM(InlineDecisionSpec));
   return Specs;
 }
 
