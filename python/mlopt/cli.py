@@ -207,9 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mlopt: error: {e}", file=sys.stderr)
         return 1
     except OSError as e:
-        detail = e.strerror or str(e)
-        where = f"{e.filename}: " if e.filename else ""
-        print(f"mlopt: error: {where}{detail}" if e.strerror else f"mlopt: error: {e}", file=sys.stderr)
+        # "FILE: No such file or directory" for OS errors; our own message otherwise.
+        message = f"{e.filename}: {e.strerror}" if e.strerror and e.filename else str(e)
+        print(f"mlopt: error: {message}", file=sys.stderr)
         return 1
 
 

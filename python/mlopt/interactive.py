@@ -31,7 +31,6 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import _core
-from ._errors import LogFormatError
 from .log import Observation, StreamSchema
 
 Policy = Callable[[Observation], object]
@@ -178,4 +177,4 @@ class Host:
         return result
 
 
-__all__ = ["Host", "InteractiveError", "InteractiveResult", "LogFormatError"]
+__all__ = ["Host", "InteractiveError", "InteractiveResult"]
