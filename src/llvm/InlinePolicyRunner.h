@@ -13,6 +13,8 @@
 #ifndef MLOPT_LLVM_INLINEPOLICYRUNNER_H
 #define MLOPT_LLVM_INLINEPOLICYRUNNER_H
 
+#include "TensorSpec.h"
+
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 #include "llvm/Analysis/MLModelRunner.h"
 #include "llvm/Analysis/TensorSpec.h"
@@ -24,7 +26,7 @@ namespace mlopt {
 class InlinePolicyRunner : public llvm::MLModelRunner {
 public:
   void setDefaultDecision(bool Inline) { DefaultDecision = Inline ? 1 : 0; }
-  virtual std::vector<llvm::TensorSpec> extraOutputs() const { return {}; }
+  virtual std::vector<mlopt::TensorSpec> extraOutputs() const { return {}; }
   virtual const void *extraOutputData(size_t) const { return nullptr; }
 
 protected:

@@ -1,4 +1,5 @@
 #include "InteractiveRunner.h"
+#include "PluginDiagnostic.h"
 #include "TensorSpecConversion.h"
 
 #include "llvm/IR/DiagnosticInfo.h"
@@ -45,21 +46,6 @@ std::vector<mlopt::TensorSpec> headerFeatures(bool IncludeDefault) {
   return Specs;
 }
 
-/// A plain-text warning from the plugin ("warning: <text>" in opt/clang).
-class PluginWarning final : public DiagnosticInfo {
-public:
-  explicit PluginWarning(std::string Text)
-      : DiagnosticInfo(kind(), DS_Warning), Text(std::move(Text)) {}
-  void print(DiagnosticPrinter &DP) const override { DP << Text; }
-
-private:
-  static int kind() {
-    static const int K = getNextAvailablePluginDiagnosticKind();
-    return K;
-  }
-  std::string Text;
-};
-
 std::string errnoText(const char *What) {
   return std::string(What) + ": " + strerror(errno);
 }
@@ -83,7 +69,7 @@ InteractiveRunner::~InteractiveRunner() {
 
 void InteractiveRunner::fail(const std::string &Why) {
   if (!HostFailed)
-    Ctx.diagnose(PluginWarning("mlopt: interactive host on '" + Base + "': " + Why +
+    Ctx.diagnose(PluginDiagnostic(DS_Warning, "mlopt: interactive host on '" + Base + "': " + Why +
                                "; finishing with the default inliner heuristic"));
   HostFailed = true;
   try {

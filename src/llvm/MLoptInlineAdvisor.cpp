@@ -10,8 +10,8 @@ namespace mlopt {
 std::vector<mlopt::TensorSpec>
 trainingLogFeatures(const InlinePolicyRunner &Runner) {
   std::vector<mlopt::TensorSpec> Specs = inlinerFeatureSpecs();
-  for (const llvm::TensorSpec &S : Runner.extraOutputs())
-    Specs.push_back(fromLLVM(S));
+  for (const mlopt::TensorSpec &S : Runner.extraOutputs())
+    Specs.push_back(S);
   Specs.push_back(fromLLVM(DefaultDecisionSpec));
   Specs.push_back(fromLLVM(InlineDecisionSpec));
   return Specs;
@@ -89,10 +89,10 @@ MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB,
   for (size_t I = 0; I < FeatureMap.size(); ++I)
     Row.append(static_cast<const char *>(Runner.getTensorUntyped(I)),
                FeatureMap[I].getTotalTensorBufferSize());
-  std::vector<llvm::TensorSpec> Extras = Runner.extraOutputs();
+  std::vector<mlopt::TensorSpec> Extras = Runner.extraOutputs();
   for (size_t I = 0; I < Extras.size(); ++I)
     Row.append(static_cast<const char *>(Runner.extraOutputData(I)),
-               Extras[I].getTotalTensorBufferSize());
+               Extras[I].byteSize());
   return std::make_unique<LoggingAdvice>(this, CB, ORE, Decision, Default,
                                          std::move(Row), *Log);
 }

@@ -10,6 +10,9 @@
 #include "HeuristicInlineDecision.h"
 #include "InteractiveRunner.h"
 #include "MLoptInlineAdvisor.h"
+#include "PluginDiagnostic.h"
+#include "PolicyModelRunner.h"
+#include "TensorSpecConversion.h"
 
 #include "llvm/Analysis/InlineAdvisor.h"
 #include "llvm/IR/LLVMContext.h"
@@ -31,6 +34,23 @@ cl::opt<std::string> TrainingLogPath(
     cl::desc("mlopt: write an MLGO training log of every inlining decision "
              "(LLVM's development-mode layout: 38 features, inlining_default, "
              "inlining_decision)"));
+
+cl::opt<std::string> ModelPath(
+    "mlopt-inline-model", cl::value_desc("path"), cl::cat(Category),
+    cl::desc("mlopt: the inlining policy: a .tflite file, a model directory "
+             "(model.tflite + output_spec.json) or a compiled policy .so"));
+
+cl::opt<std::string> FeedPrefix(
+    "mlopt-inline-model-feed-prefix", cl::init("action_"), cl::value_desc("prefix"),
+    cl::cat(Category),
+    cl::desc("mlopt: prefix of the model's input tensor names (LLVM's "
+             "-ml-inliner-trained-model-feed-prefix)"));
+
+cl::opt<std::string> LiteRtLibrary(
+    "mlopt-litert-library", cl::value_desc("path"), cl::cat(Category),
+    cl::desc("mlopt: LiteRT runtime to run .tflite policies with (default: "
+             "$MLOPT_LITERT_LIBRARY, else ai_edge_litert/libLiteRt.so next to "
+             "the mlopt package)"));
 
 cl::opt<std::string> InteractiveBase(
     "mlopt-inline-interactive", cl::value_desc("base"), cl::cat(Category),
@@ -70,16 +90,45 @@ mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx,
   return Log.get();
 }
 
+/// The policy, loaded once per compiler process; nullptr after an error
+/// (reported once through the first module's context).
+std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx) {
+  static std::shared_ptr<mlopt::PolicyModel> Model;
+  static bool Tried = false;
+  if (Tried)
+    return Model;
+  Tried = true;
+  try {
+    mlopt::PolicyLoadOptions Opts;
+    Opts.FeedPrefix = FeedPrefix;
+    Opts.LiteRtLibrary = LiteRtLibrary;
+    Model = mlopt::loadPolicyModel(ModelPath, mlopt::inlinerFeatureSpecs(), Opts);
+  } catch (const std::exception &E) {
+    Ctx.diagnose(mlopt::PluginDiagnostic(DS_Error, std::string("mlopt: ") + E.what()));
+  }
+  return Model;
+}
+
 InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
                               InlineParams Params, InlineContext IC) {
   if (!TheMAM)
     return new DefaultInlineAdvisor(M, FAM, Params, IC);
   std::unique_ptr<mlopt::InlinePolicyRunner> Runner;
-  if (!InteractiveBase.empty())
+  if (!ModelPath.empty() && !InteractiveBase.empty()) {
+    static bool Reported = false;
+    if (!Reported)
+      M.getContext().diagnose(mlopt::PluginDiagnostic(
+          DS_Error, "mlopt: -mlopt-inline-model and -mlopt-inline-interactive "
+                    "cannot be used together"));
+    Reported = true;
+  } else if (!ModelPath.empty()) {
+    if (std::shared_ptr<mlopt::PolicyModel> Model = policyModel(M.getContext()))
+      Runner = std::make_unique<mlopt::PolicyModelRunner>(M.getContext(), Model);
+  } else if (!InteractiveBase.empty())
     Runner = std::make_unique<mlopt::InteractiveRunner>(
         M.getContext(), InteractiveBase, InteractiveTimeout,
         InteractiveIncludeDefault);
-  else
+  if (!Runner)
     Runner = std::make_unique<mlopt::HeuristicRunner>(M.getContext());
   mlopt::TrainingLogWriter *Log = trainingLog(M.getContext(), *Runner);
   auto Default = [&FAM, Params](CallBase &CB) {
@@ -90,7 +139,7 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
 }
 
 bool pluginActive() {
-  return !TrainingLogPath.empty() || !InteractiveBase.empty();
+  return !TrainingLogPath.empty() || !InteractiveBase.empty() || !ModelPath.empty();
 }
 
 void registerCallbacks(PassBuilder &PB) {

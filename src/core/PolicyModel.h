@@ -1,0 +1,89 @@
+//===- PolicyModel.h - A trained policy bound to the compiler's features -*- C++ -*-===//
+//
+// Contract: a PolicyModel is a loaded policy whose inputs have been bound, by
+// name, to a list of feature TensorSpecs (for the inliner, LLVM's 38 int64 [1]
+// features) and whose outputs have been resolved into the decision and the
+// extra outputs to log. The caller writes feature I's bytes to
+// featureBuffer(I), calls evaluate(), then reads decision() and the extras.
+// All validation happens in load(): a missing, unknown, mistyped or
+// misshaped tensor throws PolicyError naming the model path and the tensor,
+// so a compiler reports it before its first decision.
+//
+// Accepted forms (loadPolicyModel dispatches on the path):
+//  - a model directory in LLVM's ModelUnderTraining layout: model.tflite +
+//    output_spec.json (decision first, then extra outputs renamed to their
+//    logging_name); inputs bound as "<prefix><feature>:<port>";
+//  - a bare .tflite file: the decision is the output named like the decision
+//    spec (signature or tensor name) or the only output; no extras;
+//  - a compiled policy .so (CompiledPolicyModel, mlopt's versioned C ABI).
+// Tensor names are matched as LLVM does ("<prefix><name>:<port>"); the
+// signature names of TensorFlow's converter ("<name>", "<prefix><name>") are
+// accepted too. Model inputs LLVM declares for training only (discount,
+// reward, step_type) are allowed and zero-filled.
+//
+// Decisions: an integer output of 0 or 1, or a float output of exactly 0.0
+// or 1.0. Any other value is not a decision: decision() returns -1 and the
+// caller applies its fallback (the plugin uses the heuristic and warns once).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLOPT_CORE_POLICYMODEL_H
+#define MLOPT_CORE_POLICYMODEL_H
+
+#include "TensorSpec.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mlopt {
+
+class PolicyError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct PolicyLoadOptions {
+  std::string FeedPrefix = "action_"; // LLVM's -ml-inliner-trained-model-feed-prefix
+  std::string DecisionName = "inlining_decision";
+  std::string LiteRtLibrary;          // empty: liteRtLibraryCandidates()
+};
+
+class PolicyModel {
+public:
+  virtual ~PolicyModel() = default;
+  const std::string &path() const { return Path; }
+  const std::vector<TensorSpec> &features() const { return Features; }
+  void *featureBuffer(size_t I) { return FeatureBuffers[I]; }
+
+  /// Runs the policy on the current feature buffers.
+  virtual void evaluate() = 0;
+  /// 0 or 1 after evaluate(); -1 when the output is not a decision.
+  int decision() const;
+  /// The decision output's raw value, for messages ("7", "0.5").
+  std::string rawDecision() const;
+
+  /// Extra outputs (named by their logging_name) and their bytes after evaluate().
+  const std::vector<TensorSpec> &extraOutputs() const { return Extras; }
+  const void *extraOutputData(size_t I) const { return ExtraData[I]; }
+
+  /// What kind of model this is, e.g. "tflite" or "compiled".
+  virtual const char *kind() const = 0;
+
+protected:
+  std::string Path;
+  std::vector<TensorSpec> Features;
+  std::vector<void *> FeatureBuffers;
+  TensorSpec DecisionSpec{"inlining_decision", TensorType::Int64, {1}};
+  const void *DecisionData = nullptr;
+  std::vector<TensorSpec> Extras;
+  std::vector<const void *> ExtraData;
+};
+
+std::unique_ptr<PolicyModel> loadPolicyModel(const std::string &Path,
+                                             const std::vector<TensorSpec> &Features,
+                                             const PolicyLoadOptions &Options = {});
+
+} // namespace mlopt
+
+#endif

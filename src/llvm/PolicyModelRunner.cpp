@@ -1,0 +1,45 @@
+#include "PolicyModelRunner.h"
+#include "PluginDiagnostic.h"
+
+#include "llvm/IR/LLVMContext.h"
+
+using namespace llvm;
+
+namespace mlopt {
+
+PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx, std::shared_ptr<PolicyModel> ModelIn)
+    : InlinePolicyRunner(Ctx, Kind::Development), Model(std::move(ModelIn)) {
+  for (size_t I = 0; I < FeatureMap.size(); ++I)
+    setUpBufferForTensor(I, FeatureMap[I], Model->featureBuffer(I));
+}
+
+void PolicyModelRunner::warnOnce(const std::string &Text) {
+  static bool Warned = false;
+  if (Warned)
+    return;
+  Warned = true;
+  Ctx.diagnose(PluginDiagnostic(DS_Warning, Text));
+}
+
+void *PolicyModelRunner::evaluateUntyped() {
+  try {
+    Model->evaluate();
+  } catch (const std::exception &E) {
+    warnOnce(std::string("mlopt: ") + E.what() +
+             "; using the default heuristic's decision where the model fails");
+    Decision = DefaultDecision;
+    return &Decision;
+  }
+  int D = Model->decision();
+  if (D < 0) {
+    warnOnce("mlopt: model '" + Model->path() + "' answered " + Model->rawDecision() +
+             " for inlining_decision (expected 0 or 1); using the default "
+             "heuristic's decision for such call sites");
+    Decision = DefaultDecision;
+  } else {
+    Decision = D;
+  }
+  return &Decision;
+}
+
+} // namespace mlopt

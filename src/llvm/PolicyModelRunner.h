@@ -1,0 +1,42 @@
+//===- PolicyModelRunner.h - A trained policy as the inliner's model -*- C++ -*-===//
+//
+// Contract: an InlinePolicyRunner whose decisions come from a PolicyModel
+// (.tflite file, ModelUnderTraining directory or compiled .so) already
+// bound to LLVM's 38 features. The feature buffers LLVM fills ARE the
+// model's input buffers (no copy). The model's extra outputs are reported
+// for the training log. A model answer that is not a decision (not 0/1),
+// or a failing evaluation, makes the runner warn once per process and use
+// the stock heuristic's decision for that call site.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLOPT_LLVM_POLICYMODELRUNNER_H
+#define MLOPT_LLVM_POLICYMODELRUNNER_H
+
+#include "InlinePolicyRunner.h"
+#include "PolicyModel.h"
+
+#include <memory>
+
+namespace mlopt {
+
+class PolicyModelRunner final : public InlinePolicyRunner {
+public:
+  PolicyModelRunner(llvm::LLVMContext &Ctx, std::shared_ptr<PolicyModel> Model);
+  std::vector<mlopt::TensorSpec> extraOutputs() const override {
+    return Model->extraOutputs();
+  }
+  const void *extraOutputData(size_t I) const override {
+    return Model->extraOutputData(I);
+  }
+
+private:
+  void *evaluateUntyped() override;
+  void warnOnce(const std::string &Text);
+
+  std::shared_ptr<PolicyModel> Model;
+  int64_t Decision = 0;
+};
+
+} // namespace mlopt
+
+#endif
