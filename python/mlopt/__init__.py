@@ -9,8 +9,10 @@ The log API needs no LLVM::
 
 from . import inliner
 from ._core import TensorSpec
-from ._errors import LogFormatError, LogUsageError, TruncatedLogWarning
+from ._errors import LogFormatError, LogUsageError, PolicyError, TruncatedLogWarning
 from .log import Log, LogHeader, LogStream, LogView, LogWriter, Observation, read_log
+from .policy import InlinePolicy, LoadedPolicy, load_policy
+from .vocab import Vocab, VocabError
 
 __version__ = "0.1.0"
 
@@ -22,9 +24,15 @@ __all__ = [
     "LogUsageError",
     "LogView",
     "LogWriter",
+    "InlinePolicy",
+    "LoadedPolicy",
     "Observation",
+    "PolicyError",
     "TensorSpec",
     "TruncatedLogWarning",
+    "Vocab",
+    "VocabError",
     "inliner",
+    "load_policy",
     "read_log",
 ]

@@ -30,3 +30,8 @@ class LogUsageError(RuntimeError):
 
 class TruncatedLogWarning(UserWarning):
     """``allow_truncated=True`` dropped an incomplete last record."""
+
+
+class PolicyError(ValueError):
+    """A policy model that cannot be used: unreadable, or whose inputs/outputs
+    do not match the compiler's tensors (the message names the tensor)."""

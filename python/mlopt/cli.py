@@ -13,8 +13,9 @@ import sys
 import numpy as np
 
 from . import __version__
-from ._errors import LogFormatError
+from ._errors import LogFormatError, PolicyError
 from .log import LogStream, read_log
+from .vocab import VocabError
 
 EPILOG = """\
 examples:
@@ -133,7 +134,48 @@ def cmd_plugin_path(args) -> int:
 def cmd_clang_flags(args) -> int:
     from .plugin import clang_flags_string
 
-    print(clang_flags_string(training_log=args.training_log))
+    if args.model is not None:
+        from .policy import load_policy
+
+        load_policy(args.model)  # fail here, not in the middle of a build
+    print(clang_flags_string(training_log=args.training_log, model=args.model))
+    return 0
+
+
+def cmd_vocab(args) -> int:
+    from .vocab import Vocab
+
+    vocab = Vocab.from_logs(args.logs, num_buckets=args.buckets)
+    vocab.save(args.output, overwrite=args.force)
+    print(f"wrote {len(vocab.features)} .buckets files ({args.buckets} boundaries each) to {args.output}")
+    return 0
+
+
+def cmd_policy_export(args) -> int:
+    from .policy import InlinePolicy
+    from .vocab import Vocab
+
+    if args.constant is not None:
+        policy = InlinePolicy.constant(args.constant, Vocab.load(args.vocab) if args.vocab else None)
+    elif args.weights:
+        policy = InlinePolicy.load(args.weights)
+    else:
+        if not args.vocab:
+            print("mlopt: error: --random needs --vocab DIR", file=sys.stderr)
+            return 2
+        hidden = tuple(int(h) for h in args.hidden.split(",") if h)
+        policy = InlinePolicy.random(Vocab.load(args.vocab), hidden=hidden, seed=args.seed)
+    policy.export(args.output, logits_output=args.logits, overwrite=args.force)
+    print(f"wrote {args.output}/model.tflite and {args.output}/output_spec.json")
+    return 0
+
+
+def cmd_policy_check(args) -> int:
+    from .policy import load_policy
+
+    policy = load_policy(args.model)
+    extras = ", ".join(f"{s.name} {s.type} {list(s.shape)}" for s in policy.extra_outputs) or "none"
+    print(f"{args.model}: {policy.kind} policy; 38 inliner features bound; extra outputs: {extras}")
     return 0
 
 
@@ -187,10 +229,48 @@ def build_parser() -> argparse.ArgumentParser:
     path.set_defaults(func=cmd_plugin_path)
 
     flags = sub.add_parser("clang-flags", help="print clang-19 flags that load the plugin",
-                           epilog="example:\n  clang-19 -Oz $(mlopt clang-flags --training-log x.log) -c a.c",
+                           epilog="examples:\n  clang-19 -Oz $(mlopt clang-flags --training-log x.log) -c a.c\n"
+                                  "  clang-19 -Oz $(mlopt clang-flags --model policy_dir) -c a.c",
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     flags.add_argument("--training-log", metavar="PATH", help="write a training log of the inliner's decisions")
+    flags.add_argument("--model", metavar="PATH",
+                       help="inlining policy: .tflite file, model directory or compiled .so (checked now)")
     flags.set_defaults(func=cmd_clang_flags)
+
+    vocab = sub.add_parser("vocab", help="compute feature quantiles (.buckets files) from training logs",
+                           epilog="example:\n  mlopt vocab traces/*.log -o vocab/",
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    vocab.add_argument("logs", nargs="+", metavar="LOG", help="training logs with the 38 inliner features")
+    vocab.add_argument("-o", "--output", required=True, metavar="DIR", help="vocab directory to write")
+    vocab.add_argument("--buckets", type=int, default=1000, help="boundaries per feature (default 1000)")
+    vocab.add_argument("--force", action="store_true", help="replace existing .buckets files")
+    vocab.set_defaults(func=cmd_vocab)
+
+    policy = sub.add_parser("policy", help="export and check inlining policies")
+    policy_sub = policy.add_subparsers(dest="policy_command", metavar="SUBCOMMAND")
+    policy_sub.required = True
+    export = policy_sub.add_parser(
+        "export", help="write a policy as a model directory (model.tflite + output_spec.json)",
+        epilog="examples:\n  mlopt policy export --vocab vocab/ --random --seed 1 -o model/\n"
+               "  mlopt policy export --constant 0 -o never/\n"
+               "  mlopt policy export --weights policy.npz -o model/",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    which = export.add_mutually_exclusive_group(required=True)
+    which.add_argument("--weights", metavar="NPZ", help="weights saved by InlinePolicy.save")
+    which.add_argument("--random", action="store_true", help="random weights (needs --vocab)")
+    which.add_argument("--constant", type=int, choices=(0, 1), help="always answer 0 or 1")
+    export.add_argument("--vocab", metavar="DIR", help="vocab directory (.buckets files)")
+    export.add_argument("--hidden", default="64,64", help="hidden layer sizes for --random (default 64,64)")
+    export.add_argument("--seed", type=int, default=0)
+    export.add_argument("--logits", action="store_true", help="also output the logits (logged as an extra column)")
+    export.add_argument("-o", "--output", required=True, metavar="DIR")
+    export.add_argument("--force", action="store_true", help="replace an existing model")
+    export.set_defaults(func=cmd_policy_export)
+    check = policy_sub.add_parser("check", help="load a policy as the plugin would and report",
+                                  epilog="example:\n  mlopt policy check model/",
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    check.add_argument("model", help=".tflite file, model directory or compiled .so")
+    check.set_defaults(func=cmd_policy_check)
     return parser
 
 
@@ -203,8 +283,9 @@ def main(argv: list[str] | None = None) -> int:
         # `mlopt log show big.log | head`: the reader went away; not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except LogFormatError as e:
-        print(f"mlopt: error: {e}", file=sys.stderr)
+    except (LogFormatError, PolicyError, VocabError, FileExistsError, KeyError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"mlopt: error: {message}", file=sys.stderr)
         return 1
     except OSError as e:
         # "FILE: No such file or directory" for OS errors; our own message otherwise.

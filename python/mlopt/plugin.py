@@ -39,19 +39,24 @@ def plugin_path() -> Path:
     return path
 
 
-def _mlopt_options(training_log=None) -> list[str]:
+def _mlopt_options(training_log=None, model=None) -> list[str]:
     options = []
+    if model is not None:
+        options.append(f"-mlopt-inline-model={Path(model).resolve()}")
     if training_log is not None:
         options.append(f"-mlopt-inline-training-log={os.fspath(training_log)}")
     return options
 
 
-def opt_flags(*, training_log=None) -> list[str]:
-    """Arguments that load the plugin into opt-19 (options after the plugin)."""
-    return [f"-load-pass-plugin={plugin_path()}", *_mlopt_options(training_log)]
+def opt_flags(*, training_log=None, model=None) -> list[str]:
+    """Arguments that load the plugin into opt-19 (options after the plugin).
+
+    `model`: a .tflite file, a model directory or a compiled policy .so.
+    """
+    return [f"-load-pass-plugin={plugin_path()}", *_mlopt_options(training_log, model)]
 
 
-def clang_flags(*, training_log=None) -> list[str]:
+def clang_flags(*, training_log=None, model=None) -> list[str]:
     """Arguments that load the plugin into clang-19 with its options.
 
     ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
@@ -59,7 +64,7 @@ def clang_flags(*, training_log=None) -> list[str]:
     """
     path = plugin_path()
     flags = [f"-fpass-plugin={path}", "-Xclang", "-load", "-Xclang", str(path)]
-    for option in _mlopt_options(training_log):
+    for option in _mlopt_options(training_log, model):
         flags += ["-mllvm", option]
     return flags
 

@@ -153,7 +153,9 @@ def feature_matrix(batch) -> np.ndarray:
                 col = np.asarray(batch[f])
             except KeyError:
                 raise KeyError(f"batch has no feature {f!r}") from None
-            cols.append(col.reshape(col.shape[0] if col.ndim else 1, -1)[:, 0])
+            if col.ndim == 0:
+                col = col.reshape(1)
+            cols.append(col.reshape(len(col), -1)[:, 0] if len(col) else col.reshape(0))
         n = {len(c) for c in cols}
         if len(n) != 1:
             raise ValueError("feature columns have different lengths")
@@ -198,3 +200,64 @@ def _build_tflite(policy: InlinePolicy, logits_output: bool) -> bytes:
                       g.options("ReshapeOptions", newShape=[2]), name=f"{LOGITS}:0")
         g.output(LOGITS, logits)
     return g.finish()
+
+
+class LoadedPolicy:
+    """A policy as the compiler runs it: a .tflite file, a model directory or a
+    compiled .so, bound to the 38 inliner features by the same C++ code the
+    plugin uses (so the same load errors, the same decisions).
+
+        policy = mlopt.load_policy("model_dir")
+        policy.decide(mlopt.read_log("run.log"))    # int64 [n]
+    """
+
+    def __init__(self, path: str | os.PathLike, *, feed_prefix: str = FEED_PREFIX,
+                 litert_library: str | os.PathLike | None = None):
+        from . import _core
+
+        self.path = str(path)
+        self._model = _core.PolicyModel.load(
+            self.path, inliner.feature_specs(), feed_prefix, inliner.DECISION,
+            str(litert_library) if litert_library else _litert_library())
+        self.kind: str = self._model.kind
+        self.extra_outputs = list(self._model.extra_outputs)
+
+    def evaluate(self, batch) -> dict[str, np.ndarray]:
+        """``{"inlining_decision": int64 [n], <extra output>: [n, *shape], ...}``.
+
+        A decision the model gave outside {0, 1} is reported as -1.
+        """
+        x = np.ascontiguousarray(feature_matrix(batch), dtype=np.int64)
+        decisions, extra = self._model.evaluate_batch(x)
+        out = {inliner.DECISION: decisions}
+        at = 0
+        for spec in self.extra_outputs:
+            raw = np.ascontiguousarray(extra[:, at : at + spec.byte_size])
+            out[spec.name] = raw.view(spec.dtype).reshape((len(x), *spec.shape))
+            at += spec.byte_size
+        return out
+
+    def decide(self, batch) -> np.ndarray:
+        return self.evaluate(batch)[inliner.DECISION]
+
+    __call__ = decide
+
+    def __repr__(self) -> str:
+        return f"LoadedPolicy({self.path!r}, kind={self.kind!r})"
+
+
+def load_policy(path: str | os.PathLike, **kwargs) -> LoadedPolicy:
+    """Load a policy (.tflite, model directory or compiled .so); see :class:`LoadedPolicy`."""
+    return LoadedPolicy(path, **kwargs)
+
+
+def _litert_library() -> str:
+    env = os.environ.get("MLOPT_LITERT_LIBRARY")
+    if env:
+        return env
+    try:
+        import ai_edge_litert
+    except ImportError:
+        return ""
+    candidate = Path(ai_edge_litert.__file__).parent / "libLiteRt.so"
+    return str(candidate) if candidate.exists() else ""

@@ -58,7 +58,8 @@ class Vocab:
             for f in inliner.FEATURES:
                 if f not in log:
                     raise VocabError(f"{_where(item)}: log has no feature {f!r}")
-                columns[f].append(np.asarray(log[f]).reshape(len(log), -1)[:, 0])
+                arr = np.asarray(log[f])
+                columns[f].append(arr.reshape(len(arr), -1)[:, 0] if len(arr) else arr.reshape(0))
         out = {}
         for f, parts in columns.items():
             values = np.concatenate(parts) if parts else np.zeros(0)

@@ -332,8 +332,14 @@ std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
   Opts[1].value.type = AnyTypeInt;
   Opts[1].value.int_value = LogSeverityError;
   check(A.CreateEnvironment(2, Opts, &H.Env), ModelPath, "creating the environment");
-  if (A.CreateModelFromFile(H.Env, ModelPath.c_str(), &H.Model) != 0)
-    throw LiteRtError(ModelPath + ": LiteRT cannot read this .tflite model (corrupt or unsupported)");
+  {
+    StderrCapture Capture;
+    LiteRtStatus S = A.CreateModelFromFile(H.Env, ModelPath.c_str(), &H.Model);
+    std::string Said = oneLine(Capture.release(), /*KeepInfo=*/false);
+    if (S != 0)
+      throw LiteRtError(ModelPath + ": LiteRT cannot read this .tflite model (corrupt or "
+                        "unsupported)" + (Said.empty() ? "" : ": " + Said));
+  }
 
   LiteRtParamIndex NumSignatures = 0;
   check(A.GetNumModelSignatures(H.Model, &NumSignatures), ModelPath, "reading signatures");
@@ -420,6 +426,11 @@ std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
   };
   Bind(M->Inputs, InTypes, M->InputMemory, H.InBuffers);
   Bind(M->Outputs, OutTypes, M->OutputMemory, H.OutBuffers);
+  // One run on zero inputs, so a model LiteRT cannot execute (for instance
+  // an output folded to a constant) fails here, before any decision.
+  M->run();
+  for (size_t I = 0; I < M->Outputs.size(); ++I)
+    std::memset(M->OutputMemory[I], 0, M->Outputs[I].ByteSize);
   return M;
 }
 
@@ -433,9 +444,18 @@ LiteRtModel::~LiteRtModel() {
 
 void LiteRtModel::run() {
   const Api &A = *H->A;
-  if (A.RunCompiledModel(H->Compiled, 0, H->InBuffers.size(), H->InBuffers.data(),
-                         H->OutBuffers.size(), H->OutBuffers.data()) != 0)
-    throw LiteRtError(Path + ": LiteRT: running the model failed");
+  auto Run = [&] {
+    return A.RunCompiledModel(H->Compiled, 0, H->InBuffers.size(), H->InBuffers.data(),
+                              H->OutBuffers.size(), H->OutBuffers.data());
+  };
+  if (Run() == 0)
+    return;
+  // Once more, to say why (LiteRT prints its reasons on stderr).
+  StderrCapture Capture;
+  LiteRtStatus S = Run();
+  std::string Said = oneLine(Capture.release(), /*KeepInfo=*/true);
+  throw LiteRtError(Path + ": LiteRT: running the model failed (status " + std::to_string(S) +
+                    (Said.empty() ? ")" : "): " + Said));
 }
 
 } // namespace mlopt

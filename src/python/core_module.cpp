@@ -4,6 +4,7 @@
 // boundary as bytes or numpy arrays that own malloc'ed memory.
 
 #include "ByteSink.h"
+#include "PolicyModel.h"
 #include "TensorSpec.h"
 #include "TrainingLogParser.h"
 #include "TrainingLogReader.h"
@@ -13,8 +14,10 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <memory>
 
 namespace nb = nanobind;
@@ -264,6 +267,8 @@ NB_MODULE(_core, m) {
       setPythonError(errorClass("LogFormatError")(E.reason(), E.offset()));
     } catch (const LogUsageError &E) {
       setPythonError(errorClass("LogUsageError")(E.what()));
+    } catch (const PolicyError &E) {
+      setPythonError(errorClass("PolicyError")(E.what()));
     } catch (const FileError &E) {
       nb::object Err = nb::handle(PyExc_OSError)(
           E.code().value(), E.code().message(), E.path());
@@ -491,4 +496,64 @@ NB_MODULE(_core, m) {
           L.append(decodeName(C));
         return L;
       });
+
+  nb::class_<PolicyModel>(m, "PolicyModel",
+                          "A trained policy bound to feature specs (see PolicyModel.h).")
+      .def_static(
+          "load",
+          [](const std::string &Path, const std::vector<TensorSpec> &Features,
+             const std::string &FeedPrefix, const std::string &DecisionName,
+             const std::string &Library) {
+            PolicyLoadOptions Opts;
+            Opts.FeedPrefix = FeedPrefix;
+            Opts.DecisionName = DecisionName;
+            Opts.LiteRtLibrary = Library;
+            return loadPolicyModel(Path, Features, Opts);
+          },
+          "path"_a, "features"_a, "feed_prefix"_a = "action_",
+          "decision_name"_a = "inlining_decision", "litert_library"_a = "")
+      .def_prop_ro("path", &PolicyModel::path)
+      .def_prop_ro("kind", &PolicyModel::kind)
+      .def_prop_ro("features", &PolicyModel::features)
+      .def_prop_ro("extra_outputs", &PolicyModel::extraOutputs)
+      .def(
+          "evaluate_batch",
+          [](PolicyModel &M, nb::ndarray<const int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> X) {
+            const size_t N = X.shape(0), F = M.features().size();
+            if (X.shape(1) != F)
+              throw nb::value_error(("expected a [n, " + std::to_string(F) + "] int64 array").c_str());
+            for (const TensorSpec &S : M.features())
+              if (S.type() != TensorType::Int64 || S.elementCount() != 1)
+                throw nb::value_error("evaluate_batch needs scalar int64 features");
+            auto *Decisions = new int64_t[N];
+            nb::capsule DOwner(Decisions, [](void *P) noexcept { delete[] static_cast<int64_t *>(P); });
+            size_t ExtraBytes = 0;
+            for (const TensorSpec &S : M.extraOutputs())
+              ExtraBytes += S.byteSize();
+            auto *Extras = new uint8_t[N * ExtraBytes + 1];
+            nb::capsule EOwner(Extras, [](void *P) noexcept { delete[] static_cast<uint8_t *>(P); });
+            const int64_t *Data = X.data();
+            {
+              nb::gil_scoped_release Release;
+              for (size_t R = 0; R < N; ++R) {
+                for (size_t I = 0; I < F; ++I)
+                  std::memcpy(M.featureBuffer(I), Data + R * F + I, sizeof(int64_t));
+                M.evaluate();
+                int D = M.decision();
+                Decisions[R] = D;
+                uint8_t *At = Extras + R * ExtraBytes;
+                for (size_t E = 0; E < M.extraOutputs().size(); ++E) {
+                  size_t B = M.extraOutputs()[E].byteSize();
+                  std::memcpy(At, M.extraOutputData(E), B);
+                  At += B;
+                }
+              }
+            }
+            nb::ndarray<nb::numpy, int64_t, nb::ndim<1>> DArr(Decisions, {N}, DOwner);
+            nb::ndarray<nb::numpy, uint8_t, nb::ndim<2>> EArr(Extras, {N, ExtraBytes}, EOwner);
+            return nb::make_tuple(DArr, EArr);
+          },
+          "features"_a,
+          "Evaluates every row of an [n, features] int64 array; returns (decisions "
+          "int64 [n] with -1 where the output was not 0/1, extra output bytes [n, bytes]).");
 }
