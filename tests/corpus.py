@@ -6,7 +6,6 @@ machine downloads each sdist once.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import subprocess
 import sys
@@ -19,6 +18,19 @@ CACHE = Path(os.environ.get("MLOPT_TEST_CACHE", Path.home() / ".cache" / "mlopt-
 SDISTS = {
     "lz4": ("4.3.3", ["*/lz4libs/*.c"], ["lz4libs"]),
     "brotli": ("1.1.0", ["*/c/common/*.c", "*/c/dec/*.c", "*/c/enc/*.c"], ["c/include"]),
+    # Benchmark-only sets (benchmarks/ use all; tests use TEST_SDISTS).
+    "zstandard": ("0.23.0", ["*/zstd/zstd.c"], ["zstd"]),
+    "pycryptodome": ("3.20.0", ["*/src/*.c"], ["src"]),
+}
+TEST_SDISTS = ("lz4", "brotli")
+# Per-sdist compile flags, and sources that need configure-time flags we do not set.
+EXTRA_FLAGS = {
+    "pycryptodome": ["-DHAVE_STDINT_H", "-DHAVE_UINT128", "-DHAVE_POSIX_MEMALIGN", "-w"],
+    "zstandard": ["-w"],
+}
+EXCLUDE = {
+    "pycryptodome": {"AESNI.c", "DES.c", "DES3.c", "blake2.c", "block_common.c", "blowfish_init.c",
+                     "cpuid.c", "ghash_clmul.c", "hash_SHA2_template.c", "mont.c", "mont1.c", "mont2.c"},
 }
 
 
@@ -45,7 +57,8 @@ def c_sources(name: str) -> list[Path]:
     _, patterns, _ = SDISTS[name]
     root = sdist_dir(name)
     files = [p for p in sorted(root.rglob("*.c"))
-             if any(fnmatch.fnmatch(str(p.relative_to(root)), pat) for pat in patterns)]
+             if any(p.relative_to(root).match(pat) for pat in patterns)
+             and p.name not in EXCLUDE.get(name, ())]
     assert files, f"no C sources matched in {root}"
     return files
 
@@ -60,15 +73,18 @@ def bitcode(clang: str, source: Path, out_dir: Path, opt_level: str = "-Oz",
             flags: list[str] = ()) -> Path:
     """Pre-optimization IR carrying the -Oz attributes (what the inliner sees)."""
     out = out_dir / (source.parent.name + "_" + source.stem + ".bc")
+    if out.exists():
+        raise FileExistsError(f"{out}: two corpus sources map to the same module name")
     subprocess.run([clang, opt_level, *flags, "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c",
                     str(source), "-o", str(out)], check=True)
     return out
 
 
-def corpus(clang: str, out_dir: Path) -> list[Path]:
-    """Bitcode of every module of every sdist above (35 modules)."""
+def corpus(clang: str, out_dir: Path, names=TEST_SDISTS) -> list[Path]:
+    """Bitcode of every module of the named sdists (tests: lz4 + brotli, 35
+    modules; all of SDISTS: 92 modules)."""
     modules = []
-    for name in SDISTS:
-        flags = include_flags(name)
+    for name in names:
+        flags = include_flags(name) + EXTRA_FLAGS.get(name, [])
         modules += [bitcode(clang, src, out_dir, flags=flags) for src in c_sources(name)]
     return modules

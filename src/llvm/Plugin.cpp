@@ -52,6 +52,18 @@ cl::opt<std::string> LiteRtLibrary(
              "$MLOPT_LITERT_LIBRARY, else ai_edge_litert/libLiteRt.so next to "
              "the mlopt package)"));
 
+// For measurement: the cost of LLVM's ML advisor (feature extraction) and of
+// evaluating a model, each without changing any decision.
+cl::opt<bool> ForceMLAdvisor(
+    "mlopt-inline-ml-advisor", cl::init(false), cl::Hidden, cl::cat(Category),
+    cl::desc("mlopt: use LLVM's ML inline advisor with the heuristic's "
+             "decisions even without a model, channel or log"));
+
+cl::opt<bool> ModelShadow(
+    "mlopt-inline-model-shadow", cl::init(false), cl::Hidden, cl::cat(Category),
+    cl::desc("mlopt: evaluate -mlopt-inline-model at every decision but apply "
+             "the heuristic's decision"));
+
 cl::opt<std::string> InteractiveBase(
     "mlopt-inline-interactive", cl::value_desc("base"), cl::cat(Category),
     cl::desc("mlopt: ask a host process for each inlining decision over "
@@ -123,7 +135,7 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
     Reported = true;
   } else if (!ModelPath.empty()) {
     if (std::shared_ptr<mlopt::PolicyModel> Model = policyModel(M.getContext()))
-      Runner = std::make_unique<mlopt::PolicyModelRunner>(M.getContext(), Model);
+      Runner = std::make_unique<mlopt::PolicyModelRunner>(M.getContext(), Model, ModelShadow);
   } else if (!InteractiveBase.empty())
     Runner = std::make_unique<mlopt::InteractiveRunner>(
         M.getContext(), InteractiveBase, InteractiveTimeout,
@@ -139,7 +151,8 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
 }
 
 bool pluginActive() {
-  return !TrainingLogPath.empty() || !InteractiveBase.empty() || !ModelPath.empty();
+  return !TrainingLogPath.empty() || !InteractiveBase.empty() || !ModelPath.empty() ||
+         ForceMLAdvisor;
 }
 
 void registerCallbacks(PassBuilder &PB) {

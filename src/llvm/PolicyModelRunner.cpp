@@ -7,8 +7,9 @@ using namespace llvm;
 
 namespace mlopt {
 
-PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx, std::shared_ptr<PolicyModel> ModelIn)
-    : InlinePolicyRunner(Ctx, Kind::Development), Model(std::move(ModelIn)) {
+PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx, std::shared_ptr<PolicyModel> ModelIn,
+                                     bool Shadow)
+    : InlinePolicyRunner(Ctx, Kind::Development), Model(std::move(ModelIn)), Shadow(Shadow) {
   for (size_t I = 0; I < FeatureMap.size(); ++I)
     setUpBufferForTensor(I, FeatureMap[I], Model->featureBuffer(I));
 }
@@ -31,7 +32,9 @@ void *PolicyModelRunner::evaluateUntyped() {
     return &Decision;
   }
   int D = Model->decision();
-  if (D < 0) {
+  if (Shadow) {
+    Decision = DefaultDecision;
+  } else if (D < 0) {
     warnOnce("mlopt: model '" + Model->path() + "' answered " + Model->rawDecision() +
              " for inlining_decision (expected 0 or 1); using the default "
              "heuristic's decision for such call sites");

@@ -21,7 +21,10 @@ namespace mlopt {
 
 class PolicyModelRunner final : public InlinePolicyRunner {
 public:
-  PolicyModelRunner(llvm::LLVMContext &Ctx, std::shared_ptr<PolicyModel> Model);
+  /// Shadow: evaluate the model but answer the heuristic's decision (for
+  /// measuring the model's cost alone).
+  PolicyModelRunner(llvm::LLVMContext &Ctx, std::shared_ptr<PolicyModel> Model,
+                    bool Shadow = false);
   std::vector<mlopt::TensorSpec> extraOutputs() const override {
     return Model->extraOutputs();
   }
@@ -34,6 +37,7 @@ private:
   void warnOnce(const std::string &Text);
 
   std::shared_ptr<PolicyModel> Model;
+  bool Shadow;
   int64_t Decision = 0;
 };
 
