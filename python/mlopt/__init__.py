@@ -12,6 +12,7 @@ from ._core import TensorSpec
 from ._errors import LogFormatError, LogUsageError, PolicyError, TruncatedLogWarning
 from .log import Log, LogHeader, LogStream, LogView, LogWriter, Observation, read_log
 from .policy import InlinePolicy, LoadedPolicy, load_policy
+from .policy_compiler import PolicyCompileError, compile_policy
 from .vocab import Vocab, VocabError
 
 __version__ = "0.1.0"
@@ -27,11 +28,13 @@ __all__ = [
     "InlinePolicy",
     "LoadedPolicy",
     "Observation",
+    "PolicyCompileError",
     "PolicyError",
     "TensorSpec",
     "TruncatedLogWarning",
     "Vocab",
     "VocabError",
+    "compile_policy",
     "inliner",
     "load_policy",
     "read_log",

@@ -15,6 +15,7 @@ import numpy as np
 from . import __version__
 from ._errors import LogFormatError, PolicyError
 from .log import LogStream, read_log
+from .policy_compiler import PolicyCompileError
 from .vocab import VocabError
 
 EPILOG = """\
@@ -170,6 +171,14 @@ def cmd_policy_export(args) -> int:
     return 0
 
 
+def cmd_policy_compile(args) -> int:
+    from .policy_compiler import compile_policy
+
+    out = compile_policy(args.model, args.output, overwrite=args.force, keep_source=args.keep_source)
+    print(f"wrote {out}")
+    return 0
+
+
 def cmd_policy_check(args) -> int:
     from .policy import load_policy
 
@@ -266,6 +275,16 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output", required=True, metavar="DIR")
     export.add_argument("--force", action="store_true", help="replace an existing model")
     export.set_defaults(func=cmd_policy_export)
+    comp = policy_sub.add_parser(
+        "compile", help="compile a .tflite policy into a shared object (no LiteRT at run time)",
+        epilog="example:\n  mlopt policy compile model/ -o policy.so\n"
+               "  opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-model=policy.so ...",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    comp.add_argument("model", help=".tflite file or model directory")
+    comp.add_argument("-o", "--output", required=True, metavar="SO")
+    comp.add_argument("--force", action="store_true", help="replace an existing output")
+    comp.add_argument("--keep-source", action="store_true", help="also write the generated C++ next to it")
+    comp.set_defaults(func=cmd_policy_compile)
     check = policy_sub.add_parser("check", help="load a policy as the plugin would and report",
                                   epilog="example:\n  mlopt policy check model/",
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -283,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         # `mlopt log show big.log | head`: the reader went away; not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (LogFormatError, PolicyError, VocabError, FileExistsError, KeyError) as e:
+    except (LogFormatError, PolicyError, PolicyCompileError, VocabError, FileExistsError, KeyError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"mlopt: error: {message}", file=sys.stderr)
         return 1

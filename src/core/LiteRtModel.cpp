@@ -251,15 +251,6 @@ void *alignedAlloc(size_t Size) {
 }
 } // namespace
 
-std::string LiteRtTensorInfo::describe() const {
-  std::ostringstream OS;
-  OS << (KnownType ? tensorTypeName(Type) : "unsupported type") << " [";
-  for (size_t I = 0; I < Shape.size(); ++I)
-    OS << (I ? "," : "") << Shape[I];
-  OS << "]";
-  return OS.str();
-}
-
 std::vector<std::string> liteRtLibraryCandidates(const std::string &Explicit) {
   if (!Explicit.empty())
     return {Explicit};
@@ -351,7 +342,7 @@ std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
   check(A.GetSignatureKey(Sig, &Key), ModelPath, "reading the signature key");
   M->SignatureKey = Key ? Key : "";
 
-  auto Describe = [&](LiteRtTensor T, const char *SigName, LiteRtTensorInfo &Info,
+  auto Describe = [&](LiteRtTensor T, const char *SigName, ModelTensor &Info,
                       LiteRtRankedTensorType &RT) {
     Info.SignatureName = SigName ? SigName : "";
     const char *Name = nullptr;
@@ -411,7 +402,7 @@ std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
       std::fprintf(stderr, "mlopt: LiteRT: %s\n", Said.c_str());
   }
 
-  auto Bind = [&](std::vector<LiteRtTensorInfo> &Infos, std::vector<LiteRtRankedTensorType> &Types,
+  auto Bind = [&](std::vector<ModelTensor> &Infos, std::vector<LiteRtRankedTensorType> &Types,
                   std::vector<void *> &Memory, std::vector<LiteRtTensorBuffer> &Buffers) {
     for (size_t I = 0; I < Infos.size(); ++I) {
       Memory.push_back(alignedAlloc(Infos[I].ByteSize));

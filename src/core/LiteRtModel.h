@@ -15,7 +15,7 @@
 #ifndef MLOPT_CORE_LITERTMODEL_H
 #define MLOPT_CORE_LITERTMODEL_H
 
-#include "TensorSpec.h"
+#include "ModelTensor.h"
 
 #include <cstdint>
 #include <memory>
@@ -28,17 +28,6 @@ namespace mlopt {
 class LiteRtError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
-};
-
-/// One signature input or output as the model declares it.
-struct LiteRtTensorInfo {
-  std::string SignatureName; // key in the SignatureDef
-  std::string TensorName;    // the tensor's own name, e.g. "action_callee_users:0"
-  bool KnownType = false;    // false: an element type mlopt has no TensorSpec type for
-  TensorType Type = TensorType::Float;
-  std::vector<int64_t> Shape;
-  size_t ByteSize = 0;
-  std::string describe() const; // e.g. "int64_t [1]"
 };
 
 /// Where libLiteRt.so is looked for, in order: `Explicit` (an option), the
@@ -58,8 +47,8 @@ public:
   const std::string &path() const { return Path; }
   const std::string &library() const { return Library; }
   const std::string &signatureKey() const { return SignatureKey; }
-  const std::vector<LiteRtTensorInfo> &inputs() const { return Inputs; }
-  const std::vector<LiteRtTensorInfo> &outputs() const { return Outputs; }
+  const std::vector<ModelTensor> &inputs() const { return Inputs; }
+  const std::vector<ModelTensor> &outputs() const { return Outputs; }
   void *inputData(size_t I) { return InputMemory[I]; }
   const void *outputData(size_t I) const { return OutputMemory[I]; }
   void run();
@@ -68,7 +57,7 @@ private:
   struct Handles;
   LiteRtModel() = default;
   std::string Path, Library, SignatureKey;
-  std::vector<LiteRtTensorInfo> Inputs, Outputs;
+  std::vector<ModelTensor> Inputs, Outputs;
   std::vector<void *> InputMemory, OutputMemory;
   std::unique_ptr<Handles> H;
 };

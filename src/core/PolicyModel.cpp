@@ -1,5 +1,6 @@
 #include "PolicyModel.h"
 
+#include "CompiledPolicy.h"
 #include "Json.h"
 #include "LiteRtModel.h"
 
@@ -75,7 +76,7 @@ std::string specText(const TensorSpec &S) {
 }
 
 /// Does model tensor `T` stand for `Name` at `Port` (with optional prefix)?
-bool matches(const LiteRtTensorInfo &T, const std::string &Prefix, const std::string &Name,
+bool matches(const ModelTensor &T, const std::string &Prefix, const std::string &Name,
              int Port) {
   const std::string Full = Prefix + Name;
   const std::string WithPort = Full + ":" + std::to_string(Port);
@@ -92,6 +93,9 @@ struct OutputEntry {
   TensorSpec Spec;
 };
 
+std::vector<OutputEntry> parseOutputSpec(const json::Value &V, const std::string &File,
+                                         const std::string &DecisionName);
+
 std::vector<OutputEntry> readOutputSpec(const std::string &File, const std::string &DecisionName) {
   std::ifstream In(File, std::ios::binary);
   if (!In)
@@ -105,6 +109,11 @@ std::vector<OutputEntry> readOutputSpec(const std::string &File, const std::stri
   } catch (const json::JsonError &E) {
     throw PolicyError(File + ": byte " + std::to_string(E.offset()) + ": " + E.what());
   }
+  return parseOutputSpec(V, File, DecisionName);
+}
+
+std::vector<OutputEntry> parseOutputSpec(const json::Value &V, const std::string &File,
+                                         const std::string &DecisionName) {
   if (!V.isArray() || V.asArray().empty())
     throw PolicyError(File + ": expected a non-empty JSON array of {logging_name, tensor_spec}");
   std::vector<OutputEntry> Out;
@@ -133,7 +142,7 @@ std::vector<OutputEntry> readOutputSpec(const std::string &File, const std::stri
   return Out;
 }
 
-bool isTrainingOnlyInput(const LiteRtTensorInfo &T, const std::string &Prefix, TensorType &Type) {
+bool isTrainingOnlyInput(const ModelTensor &T, const std::string &Prefix, TensorType &Type) {
   static const std::pair<const char *, TensorType> Known[] = {
       {"discount", TensorType::Float},
       {"reward", TensorType::Float},
@@ -146,26 +155,12 @@ bool isTrainingOnlyInput(const LiteRtTensorInfo &T, const std::string &Prefix, T
   return false;
 }
 
-class TFLitePolicyModel final : public PolicyModel {
+/// A PolicyModel over a model backend (LiteRtModel or CompiledPolicy: the
+/// same inputs/outputs/inputData/outputData/run interface).
+template <class Backend> class BoundPolicyModel final : public PolicyModel {
 public:
-  TFLitePolicyModel(const std::string &PathIn, const std::vector<TensorSpec> &FeaturesIn,
-                    const PolicyLoadOptions &Opts) {
-    Path = PathIn;
-    Features = FeaturesIn;
-    std::string ModelFile = Path;
-    std::vector<OutputEntry> Outputs;
-    if (isDirectory(Path)) {
-      ModelFile = Path + "/model.tflite";
-      Outputs = readOutputSpec(Path + "/output_spec.json", Opts.DecisionName);
-    }
-    try {
-      Model = LiteRtModel::load(ModelFile, Opts.LiteRtLibrary);
-    } catch (const LiteRtError &E) {
-      throw PolicyError(E.what());
-    }
-    bindInputs(ModelFile, Opts);
-    bindOutputs(ModelFile, Opts, Outputs);
-  }
+  BoundPolicyModel(const std::string &PathIn, const std::vector<TensorSpec> &FeaturesIn,
+                   const PolicyLoadOptions &Opts);
 
   void evaluate() override {
     try {
@@ -174,7 +169,7 @@ public:
       throw PolicyError(E.what());
     }
   }
-  const char *kind() const override { return "tflite"; }
+  const char *kind() const override;
 
 private:
   void bindInputs(const std::string &File, const PolicyLoadOptions &Opts) {
@@ -189,7 +184,7 @@ private:
       if (Found == In.size())
         throw PolicyError(File + ": model has no input for feature '" + F.name() +
                           "' (expected tensor '" + Expected + "', " + specText(F) + ")");
-      const LiteRtTensorInfo &T = In[Found];
+      const ModelTensor &T = In[Found];
       if (!T.KnownType || T.Type != F.type())
         throw PolicyError(File + ": input '" + T.TensorName + "' has type " + T.describe() +
                           ", expected " + specText(F));
@@ -227,7 +222,7 @@ private:
         throw PolicyError(File + ": no output named '" + Opts.DecisionName +
                           "' among " + std::to_string(Out.size()) +
                           " outputs (use a model directory with output_spec.json)");
-      const LiteRtTensorInfo &T = Out[J];
+      const ModelTensor &T = Out[J];
       if (!T.KnownType || (T.Type != TensorType::Int64 && T.Type != TensorType::Int32 &&
                            T.Type != TensorType::Float))
         throw PolicyError(File + ": decision output '" + T.TensorName + "' has type " +
@@ -245,7 +240,7 @@ private:
       if (J == Out.size())
         throw PolicyError(File + ": model has no output '" + S.name() + ":" +
                           std::to_string(S.port()) + "' listed in output_spec.json");
-      const LiteRtTensorInfo &T = Out[J];
+      const ModelTensor &T = Out[J];
       if (!T.KnownType || T.Type != S.type())
         throw PolicyError(File + ": output '" + T.TensorName + "' has type " + T.describe() +
                           ", output_spec.json says " + specText(S));
@@ -262,8 +257,47 @@ private:
     }
   }
 
-  std::unique_ptr<LiteRtModel> Model;
+  std::unique_ptr<Backend> Model;
 };
+
+template <>
+BoundPolicyModel<LiteRtModel>::BoundPolicyModel(const std::string &PathIn,
+                                                const std::vector<TensorSpec> &FeaturesIn,
+                                                const PolicyLoadOptions &Opts) {
+  Path = PathIn;
+  Features = FeaturesIn;
+  std::string ModelFile = Path;
+  std::vector<OutputEntry> Outputs;
+  if (isDirectory(Path)) {
+    ModelFile = Path + "/model.tflite";
+    Outputs = readOutputSpec(Path + "/output_spec.json", Opts.DecisionName);
+  }
+  try {
+    Model = LiteRtModel::load(ModelFile, Opts.LiteRtLibrary);
+  } catch (const LiteRtError &E) {
+    throw PolicyError(E.what());
+  }
+  bindInputs(ModelFile, Opts);
+  bindOutputs(ModelFile, Opts, Outputs);
+}
+
+template <>
+BoundPolicyModel<CompiledPolicy>::BoundPolicyModel(const std::string &PathIn,
+                                                   const std::vector<TensorSpec> &FeaturesIn,
+                                                   const PolicyLoadOptions &Opts) {
+  Path = PathIn;
+  Features = FeaturesIn;
+  Model = CompiledPolicy::load(Path);
+  std::vector<OutputEntry> Outputs;
+  if (Model->outputSpec().isArray())
+    Outputs = parseOutputSpec(Model->outputSpec(), Path + " (embedded output_spec)",
+                              Opts.DecisionName);
+  bindInputs(Path, Opts);
+  bindOutputs(Path, Opts, Outputs);
+}
+
+template <> const char *BoundPolicyModel<LiteRtModel>::kind() const { return "tflite"; }
+template <> const char *BoundPolicyModel<CompiledPolicy>::kind() const { return "compiled"; }
 
 } // namespace
 
@@ -274,8 +308,8 @@ std::unique_ptr<PolicyModel> loadPolicyModel(const std::string &Path,
   if (stat(Path.c_str(), &St) != 0)
     throw PolicyError(Path + ": no such model file or directory");
   if (!isDirectory(Path) && endsWith(Path, ".so"))
-    throw PolicyError(Path + ": compiled policies (.so) are not supported by this build yet");
-  return std::make_unique<TFLitePolicyModel>(Path, Features, Options);
+    return std::make_unique<BoundPolicyModel<CompiledPolicy>>(Path, Features, Options);
+  return std::make_unique<BoundPolicyModel<LiteRtModel>>(Path, Features, Options);
 }
 
 } // namespace mlopt

@@ -15,7 +15,8 @@
 //    logging_name); inputs bound as "<prefix><feature>:<port>";
 //  - a bare .tflite file: the decision is the output named like the decision
 //    spec (signature or tensor name) or the only output; no extras;
-//  - a compiled policy .so (CompiledPolicyModel, mlopt's versioned C ABI).
+//  - a compiled policy .so (CompiledPolicy.h: mlopt's versioned C ABI;
+//    its output spec is embedded).
 // Tensor names are matched as LLVM does ("<prefix><name>:<port>"); the
 // signature names of TensorFlow's converter ("<name>", "<prefix><name>") are
 // accepted too. Model inputs LLVM declares for training only (discount,
