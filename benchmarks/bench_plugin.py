@@ -20,7 +20,6 @@ Run:  python3 benchmarks/bench_plugin.py [--reps 3] [--limit N]
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,17 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-import corpus  # noqa: E402
+from _common import bench_corpus, heuristic_traces, print_ratios, random_policy, time_configs
 
-import mlopt  # noqa: E402
-from mlopt.plugin import plugin_path  # noqa: E402
-
-
-def run(cmd):
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return time.perf_counter() - start
+import mlopt
+from mlopt.plugin import plugin_path
 
 
 def main() -> int:
@@ -48,25 +40,12 @@ def main() -> int:
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="mlopt-bench-plugin-"))
-    modules = corpus.corpus("clang-19", work, names=tuple(corpus.SDISTS))
-    if args.limit:
-        modules = modules[: args.limit]
-    plugin = str(plugin_path())
-    print(f"corpus: {len(modules)} modules ({sum(m.stat().st_size for m in modules) / 1e6:.1f} MB bitcode)")
-
-    # A policy over a real vocab: heuristic traces of the corpus itself.
-    logs = []
-    for m in modules:
-        log = work / f"{m.stem}.heuristic.log"
-        subprocess.run(["opt-19", f"-load-pass-plugin={plugin}", f"-mlopt-inline-training-log={log}",
-                        "-passes=default<Oz>", str(m), "-o", "/dev/null"], check=True)
-        logs.append(log)
-    traces = [mlopt.read_log(p) for p in logs]
+    modules = bench_corpus(work, args.limit)
+    traces = heuristic_traces(modules, work)
     decisions = sum(len(t) for t in traces)
-    vocab = mlopt.Vocab.from_logs(traces)
-    policy = mlopt.InlinePolicy.random(vocab, hidden=(64, 64), seed=2)
-    model = policy.export(work / "model")
+    model = random_policy(traces).export(work / "model")
 
+    plugin = str(plugin_path())
     opt = ["opt-19"]
     load = [f"-load-pass-plugin={plugin}"]
     configs = {
@@ -77,13 +56,7 @@ def main() -> int:
         "tflite": opt + load + [f"-mlopt-inline-model={model}"],
         "tflite-shadow": opt + load + [f"-mlopt-inline-model={model}", "-mlopt-inline-model-shadow"],
     }
-    best = {name: np.full(len(modules), np.inf) for name in configs}
-    for rep in range(args.reps):
-        for i, m in enumerate(modules):
-            for name, cmd in configs.items():
-                t = run(cmd + ["-passes=default<Oz>", str(m), "-o", "/dev/null"])
-                best[name][i] = min(best[name][i], t)
-        print(f"  rep {rep + 1}/{args.reps} done", file=sys.stderr)
+    best = time_configs(modules, configs, args.reps)
 
     # Policy evaluation cost in isolation: the same C++ runner, in process.
     loaded = mlopt.load_policy(model)
@@ -95,20 +68,13 @@ def main() -> int:
     mlopt.load_policy(model)
     load_s = time.perf_counter() - start
 
-    total = {name: best[name].sum() for name in configs}
-    print(f"\n{'config':<15}{'total s':>10}{'vs stock':>10}{'vs ml-advisor':>15}")
-    for name in configs:
-        print(f"{name:<15}{total[name]:>10.2f}{total[name] / total['stock']:>10.3f}"
-              f"{total[name] / total['ml-advisor']:>15.3f}")
-    per_module = {name: best[name] / best["stock"] for name in configs}
-    print("\nper-module ratio vs stock (median / max):")
-    for name in configs:
-        print(f"  {name:<15}{np.median(per_module[name]):.3f} / {per_module[name].max():.3f}")
+    print_ratios(best, ("stock", "ml-advisor"))
+    stock_total = best["stock"].sum()
     print(f"\ndecisions in the corpus (heuristic run): {decisions}")
     print(f"LiteRT policy: {per_decision * 1e6:.1f} us per decision in process, "
           f"load+compile {load_s * 1e3:.1f} ms per process "
           f"({decisions * per_decision:.2f} s of evaluation over the corpus = "
-          f"{decisions * per_decision / total['stock'] * 100:.2f}% of stock time)")
+          f"{decisions * per_decision / stock_total * 100:.2f}% of stock time)")
     return 0
 
 
