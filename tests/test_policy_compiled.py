@@ -71,13 +71,14 @@ def test_compiled_litert_and_numpy_agree_on_real_rows(real_rows, exported):
     via_litert = mlopt.load_policy(directory).evaluate(x)  # the plugin's LiteRT runner
     assert np.array_equal(via_litert[inliner.DECISION], expected)
     np.testing.assert_allclose(via_litert["inlining_logits"], logits, atol=1e-5, rtol=0)
-    # LiteRT's own Python interpreter, on a sample.
+    # LiteRT's own Python interpreter, every row.
     from ai_edge_litert.interpreter import Interpreter
 
     runner = Interpreter(model_path=str(directory / "model.tflite")).get_signature_runner("action")
-    for r in range(0, len(x), 97):
+    for r in range(len(x)):
         got = runner(**{f: x[r, j : j + 1] for j, f in enumerate(inliner.FEATURES)})
-        assert got[inliner.DECISION][0] == expected[r]
+        assert got[inliner.DECISION][0] == expected[r], r
+        np.testing.assert_allclose(got["inlining_logits"], logits[r], atol=1e-5, rtol=0)
 
 
 def test_compiled_and_tflite_give_identical_ir_in_opt(llvm_tools, plugin, corpus_modules, exported, tmp_path):
