@@ -42,14 +42,6 @@ std::vector<ModelTensor> readTensors(const json::Value &Sig, const char *Key,
   return Out;
 }
 
-void *zeroed(size_t Size) {
-  size_t Rounded = (Size + 63) / 64 * 64;
-  void *P = std::aligned_alloc(64, Rounded ? Rounded : 64);
-  if (!P)
-    throw std::bad_alloc();
-  std::memset(P, 0, Rounded ? Rounded : 64);
-  return P;
-}
 } // namespace
 
 std::unique_ptr<CompiledPolicy> CompiledPolicy::load(const std::string &Path) {
@@ -87,9 +79,9 @@ std::unique_ptr<CompiledPolicy> CompiledPolicy::load(const std::string &Path) {
   if (const json::Value *Spec = Sig.get("output_spec"))
     P->OutputSpec = *Spec;
   for (const ModelTensor &T : P->Inputs)
-    P->InputMemory.push_back(zeroed(T.ByteSize));
+    P->InputMemory.push_back(allocateTensorMemory(T.ByteSize));
   for (const ModelTensor &T : P->Outputs)
-    P->OutputMemory.push_back(zeroed(T.ByteSize));
+    P->OutputMemory.push_back(allocateTensorMemory(T.ByteSize));
   P->run(); // as LiteRtModel: a policy that cannot run fails at load
   for (size_t I = 0; I < P->Outputs.size(); ++I)
     std::memset(P->OutputMemory[I], 0, P->Outputs[I].ByteSize);

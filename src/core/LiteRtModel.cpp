@@ -241,14 +241,6 @@ std::string oneLine(const std::string &Text, bool KeepInfo) {
   return Out;
 }
 
-void *alignedAlloc(size_t Size) {
-  size_t Rounded = (Size + 63) / 64 * 64;
-  void *P = std::aligned_alloc(64, Rounded ? Rounded : 64);
-  if (!P)
-    throw std::bad_alloc();
-  std::memset(P, 0, Rounded ? Rounded : 64);
-  return P;
-}
 } // namespace
 
 std::vector<std::string> liteRtLibraryCandidates(const std::string &Explicit) {
@@ -405,11 +397,10 @@ std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
   auto Bind = [&](std::vector<ModelTensor> &Infos, std::vector<LiteRtRankedTensorType> &Types,
                   std::vector<void *> &Memory, std::vector<LiteRtTensorBuffer> &Buffers) {
     for (size_t I = 0; I < Infos.size(); ++I) {
-      Memory.push_back(alignedAlloc(Infos[I].ByteSize));
+      size_t Size = 0;
+      Memory.push_back(allocateTensorMemory(Infos[I].ByteSize, &Size));
       LiteRtTensorBuffer B = nullptr;
-      if (A.CreateTensorBufferFromHostMemory(&Types[I], Memory.back(),
-                                             (Infos[I].ByteSize + 63) / 64 * 64 ?: 64, nullptr,
-                                             &B) != 0)
+      if (A.CreateTensorBufferFromHostMemory(&Types[I], Memory.back(), Size, nullptr, &B) != 0)
         throw LiteRtError(ModelPath + ": LiteRT: cannot bind a buffer to tensor '" +
                           Infos[I].TensorName + "'");
       Buffers.push_back(B);

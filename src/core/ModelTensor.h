@@ -11,6 +11,7 @@
 
 #include "TensorSpec.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ struct ModelTensor {
   size_t ByteSize = 0;
   std::string describe() const; // e.g. "int64_t [1]"
 };
+
+/// Zero-filled, 64-byte aligned host memory for a tensor of ByteSize bytes
+/// (at least 64), released with std::free. *Allocated receives the size.
+void *allocateTensorMemory(size_t ByteSize, size_t *Allocated = nullptr);
 
 } // namespace mlopt
 

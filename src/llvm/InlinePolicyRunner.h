@@ -26,7 +26,10 @@ namespace mlopt {
 class InlinePolicyRunner : public llvm::MLModelRunner {
 public:
   void setDefaultDecision(bool Inline) { DefaultDecision = Inline ? 1 : 0; }
-  virtual std::vector<mlopt::TensorSpec> extraOutputs() const { return {}; }
+  virtual const std::vector<mlopt::TensorSpec> &extraOutputs() const {
+    static const std::vector<mlopt::TensorSpec> None;
+    return None;
+  }
   virtual const void *extraOutputData(size_t) const { return nullptr; }
 
 protected:

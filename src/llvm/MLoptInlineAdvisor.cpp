@@ -89,7 +89,7 @@ MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB,
   for (size_t I = 0; I < FeatureMap.size(); ++I)
     Row.append(static_cast<const char *>(Runner.getTensorUntyped(I)),
                FeatureMap[I].getTotalTensorBufferSize());
-  std::vector<mlopt::TensorSpec> Extras = Runner.extraOutputs();
+  const std::vector<mlopt::TensorSpec> &Extras = Runner.extraOutputs();
   for (size_t I = 0; I < Extras.size(); ++I)
     Row.append(static_cast<const char *>(Runner.extraOutputData(I)),
                Extras[I].byteSize());

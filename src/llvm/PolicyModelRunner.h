@@ -25,7 +25,7 @@ public:
   /// measuring the model's cost alone).
   PolicyModelRunner(llvm::LLVMContext &Ctx, std::shared_ptr<PolicyModel> Model,
                     bool Shadow = false);
-  std::vector<mlopt::TensorSpec> extraOutputs() const override {
+  const std::vector<mlopt::TensorSpec> &extraOutputs() const override {
     return Model->extraOutputs();
   }
   const void *extraOutputData(size_t I) const override {
