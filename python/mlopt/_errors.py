@@ -35,3 +35,13 @@ class TruncatedLogWarning(UserWarning):
 class PolicyError(ValueError):
     """A policy model that cannot be used: unreadable, or whose inputs/outputs
     do not match the compiler's tensors (the message names the tensor)."""
+
+
+class ModuleError(ValueError):
+    """An input module that LLVM cannot read or that fails verification; the
+    message is LLVM's diagnostic, prefixed by the module's name."""
+
+
+class CompileError(RuntimeError):
+    """LLVM reported an error while optimizing or generating code for a module
+    (or the pipeline string is not one opt would accept)."""

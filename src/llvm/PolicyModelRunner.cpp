@@ -8,17 +8,18 @@ using namespace llvm;
 namespace mlopt {
 
 PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx, std::shared_ptr<PolicyModel> ModelIn,
-                                     bool Shadow)
+                                     bool Shadow, bool PerRunnerWarnings)
     : InlinePolicyRunner(Ctx, Kind::Development), Model(std::move(ModelIn)), Shadow(Shadow) {
+  static bool WarnedInProcess = false;
+  Warned = PerRunnerWarnings ? &WarnedHere : &WarnedInProcess;
   for (size_t I = 0; I < FeatureMap.size(); ++I)
     setUpBufferForTensor(I, FeatureMap[I], Model->featureBuffer(I));
 }
 
 void PolicyModelRunner::warnOnce(const std::string &Text) {
-  static bool Warned = false;
-  if (Warned)
+  if (*Warned)
     return;
-  Warned = true;
+  *Warned = true;
   Ctx.diagnose(PluginDiagnostic(DS_Warning, Text));
 }
 

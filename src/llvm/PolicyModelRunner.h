@@ -6,7 +6,8 @@
 // model's input buffers (no copy). The model's extra outputs are reported
 // for the training log. A model answer that is not a decision (not 0/1),
 // or a failing evaluation, makes the runner warn once per process and use
-// the stock heuristic's decision for that call site.
+// the stock heuristic's decision for that call site. "Once" is per process
+// (a compiler) or, with PerRunnerWarnings, per runner (one in-process compile).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_POLICYMODELRUNNER_H
@@ -24,7 +25,7 @@ public:
   /// Shadow: evaluate the model but answer the heuristic's decision (for
   /// measuring the model's cost alone).
   PolicyModelRunner(llvm::LLVMContext &Ctx, std::shared_ptr<PolicyModel> Model,
-                    bool Shadow = false);
+                    bool Shadow = false, bool PerRunnerWarnings = false);
   const std::vector<mlopt::TensorSpec> &extraOutputs() const override {
     return Model->extraOutputs();
   }
@@ -38,6 +39,8 @@ private:
 
   std::shared_ptr<PolicyModel> Model;
   bool Shadow;
+  bool WarnedHere = false;
+  bool *Warned;
   int64_t Decision = 0;
 };
 

@@ -1,0 +1,152 @@
+#include "InProcessCompiler.h"
+#include "HeuristicInlineDecision.h"
+#include "MLoptInlineAdvisor.h"
+#include "ObjectTextSize.h"
+#include "ToolSetup.h"
+
+#include "ByteSink.h"
+#include "TrainingLogWriter.h"
+
+#include "llvm/Analysis/InlineAdvisor.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/CodeGen/MachineModuleInfo.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace mlopt {
+
+namespace {
+
+/// State of the compile running on this thread, for the advisor factory
+/// (PluginInlineAdvisorAnalysis takes a plain function pointer).
+struct AdvisorState {
+  ModuleAnalysisManager *MAM = nullptr;
+  const RunnerFactory *MakeRunner = nullptr;
+  StringSink *LogSink = nullptr; // owned by Log
+  std::unique_ptr<TrainingLogWriter> Log;
+};
+
+thread_local AdvisorState *Current = nullptr;
+
+InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
+                              InlineParams Params, InlineContext IC) {
+  AdvisorState *S = Current;
+  if (!S)
+    return new DefaultInlineAdvisor(M, FAM, Params, IC);
+  std::unique_ptr<InlinePolicyRunner> Runner = (*S->MakeRunner)(M.getContext());
+  if (!Runner)
+    Runner = std::make_unique<HeuristicRunner>(M.getContext());
+  // One log per compile; a pipeline's inliner sessions append to it, as
+  // they do to the plugin's log in one opt process.
+  if (!S->Log) {
+    auto Sink = std::make_unique<StringSink>();
+    S->LogSink = Sink.get();
+    S->Log = std::make_unique<TrainingLogWriter>(std::move(Sink),
+                                                 trainingLogFeatures(*Runner));
+    S->Log->switchContext("");
+  }
+  auto Default = [&FAM, Params](CallBase &CB) {
+    return heuristicInlineDecision(CB, FAM, Params);
+  };
+  return new MLoptInlineAdvisor(M, *S->MAM, std::move(Runner), Default, S->Log.get());
+}
+
+struct CurrentScope {
+  explicit CurrentScope(AdvisorState &S) { Current = &S; }
+  ~CurrentScope() { Current = nullptr; }
+};
+
+[[noreturn]] void throwDiagnostics(const std::string &Name,
+                                   const std::vector<std::string> &Errors) {
+  std::string Text = Name + ": " + Errors.front();
+  if (Errors.size() > 1)
+    Text += " (and " + std::to_string(Errors.size() - 1) + " more errors)";
+  throw CompileError(Text);
+}
+
+} // namespace
+
+std::string canonicalBitcode(const std::string &Bytes, const std::string &Name) {
+  LLVMContext Ctx;
+  collectDiagnostics(Ctx);
+  std::unique_ptr<Module> M = parseModule(Ctx, Bytes, Name);
+  if (isBitcode(reinterpret_cast<const unsigned char *>(Bytes.data()),
+                reinterpret_cast<const unsigned char *>(Bytes.data() + Bytes.size())))
+    return Bytes;
+  std::string Out;
+  raw_string_ostream OS(Out);
+  WriteBitcodeToFile(*M, OS, /*ShouldPreserveUseListOrder=*/true);
+  return OS.str();
+}
+
+std::string moduleTriple(const std::string &Bitcode, const std::string &Name) {
+  LLVMContext Ctx;
+  Expected<std::string> T =
+      getBitcodeTargetTriple(MemoryBufferRef(StringRef(Bitcode), Name));
+  if (!T)
+    throw ModuleError(Name + ": " + toString(T.takeError()));
+  return *T;
+}
+
+CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
+                            const CompileOptions &Options,
+                            const RunnerFactory &MakeRunner) {
+  initializeTargets();
+  std::shared_lock<std::shared_mutex> OptionsStable(llvmOptionLock());
+  CompileOutput Out;
+  LLVMContext Ctx;
+  Ctx.enableDebugTypeODRUniquing();
+  DiagnosticCollector &Diags = collectDiagnostics(Ctx);
+  std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name);
+  if (!Options.TargetTriple.empty())
+    M->setTargetTriple(Triple::normalize(Options.TargetTriple));
+
+  AdvisorState State;
+  State.MakeRunner = &MakeRunner;
+  {
+    std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M);
+    PassSetup Passes(*M, TM.get(), [](ModuleAnalysisManager &MAM) {
+      MAM.registerPass([] { return PluginInlineAdvisorAnalysis(advisorFactory); });
+    });
+    State.MAM = &Passes.MAM();
+    CurrentScope Scope(State);
+    Passes.run(*M, Options.Pipeline);
+    // Advisors flush the log when the analysis managers drop them.
+  }
+  if (State.Log) {
+    State.Log->flush();
+    Out.TrainingLog = State.LogSink->take();
+  }
+  if (!Diags.Errors.empty())
+    throwDiagnostics(Name, Diags.Errors);
+
+  if (Options.CodeGenLevel >= 0) {
+    std::unique_ptr<TargetMachine> TM =
+        createCodeGenTargetMachine(*M, Options.CodeGenLevel, Options.RelocModel);
+    M->setDataLayout(TM->createDataLayout());
+    TargetLibraryInfoImpl TLII(Triple(M->getTargetTriple()));
+    SmallVector<char, 0> Buffer;
+    raw_svector_ostream OS(Buffer);
+    legacy::PassManager PM;
+    PM.add(new TargetLibraryInfoWrapperPass(TLII));
+    if (TM->addPassesToEmitFile(PM, OS, nullptr, CodeGenFileType::ObjectFile,
+                                /*DisableVerify=*/false))
+      throw CompileError(Name + ": target '" + M->getTargetTriple() +
+                         "' cannot emit object files");
+    PM.run(*M);
+    if (!Diags.Errors.empty())
+      throwDiagnostics(Name, Diags.Errors);
+    StringRef Object(Buffer.data(), Buffer.size());
+    Out.TextSize = objectTextSize(Object, Name);
+    if (Options.KeepObject)
+      Out.Object = Object.str();
+  }
+  Out.Warnings = std::move(Diags.Warnings);
+  return Out;
+}
+
+} // namespace mlopt

@@ -1,0 +1,86 @@
+//===- InProcessCompiler.h - opt + llc inside the caller's process -*- C++ -*-===//
+//
+// Contract: compiles one module the way `opt-19 -passes=<pipeline>` followed
+// by `llc-19 -O<level> -filetype=obj` would (same target machine set-up, same
+// pass-builder options and instrumentation, same codegen flags defaults),
+// entirely in memory, with mlopt's inline advisor (MLoptInlineAdvisor) in
+// place of the stock one: the runner made by the caller's factory decides,
+// and every model-path decision is written to an in-memory training log in
+// the plugin's development-mode layout. Nothing touches the file system.
+//
+// Threads: every call owns its LLVMContext, module, target machines and
+// analysis managers, so calls on different threads run in parallel and give
+// the same bytes as sequential calls. A runner is used by one call only.
+//
+// Errors: unreadable or broken IR throws ModuleError (LLVM's diagnostic,
+// prefixed by the module name); an unparsable pipeline, an unknown target or
+// an error diagnostic raised while compiling throws CompileError. Warnings
+// (e.g. a policy that answered outside {0, 1}) are returned, not printed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLOPT_LLVM_INPROCESSCOMPILER_H
+#define MLOPT_LLVM_INPROCESSCOMPILER_H
+
+#include "InlinePolicyRunner.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class LLVMContext;
+}
+
+namespace mlopt {
+
+class ModuleError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+class CompileError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Makes the inliner's runner for one advisor of one compile.
+using RunnerFactory =
+    std::function<std::unique_ptr<InlinePolicyRunner>(llvm::LLVMContext &)>;
+
+struct CompileOptions {
+  std::string Pipeline = "default<Oz>";
+  /// Codegen optimization level 0-3 (llc -O<n>); -1 skips code generation.
+  int CodeGenLevel = 2;
+  /// Overrides the module's target triple when not empty.
+  std::string TargetTriple;
+  /// "static", "pic", "dynamic-no-pic", "ropi", ...; empty: the target's default
+  /// (what llc does without -relocation-model).
+  std::string RelocModel;
+  bool KeepObject = false;
+};
+
+struct CompileOutput {
+  uint64_t TextSize = 0;      // bytes of .text sections in the object
+  std::string Object;         // the object file, when KeepObject
+  std::string TrainingLog;    // development-mode log of the inliner's decisions
+  std::vector<std::string> Warnings;
+};
+
+/// The module as bitcode after checking it parses and verifies (a .ll text
+/// is converted). Throws ModuleError.
+std::string canonicalBitcode(const std::string &Bytes, const std::string &Name);
+
+/// The module's target triple (empty when it has none).
+std::string moduleTriple(const std::string &Bitcode, const std::string &Name);
+
+CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
+                            const CompileOptions &Options,
+                            const RunnerFactory &MakeRunner);
+
+} // namespace mlopt
+
+#endif

@@ -1,0 +1,234 @@
+// mlopt._engine: the in-process compiler (libLLVM-19) for Python. It runs
+// the plugin's advisor and runners on a module held as bitcode, then LLVM's
+// code generation, in memory; python/mlopt/engine.py is the public API.
+// Every LLVM call runs with the GIL released; a Python policy callable is
+// called with the GIL re-acquired.
+
+#include "CallSiteCosts.h"
+#include "CallbackRunner.h"
+#include "FunctionPropertiesTable.h"
+#include "InProcessCompiler.h"
+#include "PolicyModelPool.h"
+#include "PolicyModelRunner.h"
+#include "TensorSpecConversion.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace mlopt;
+
+namespace {
+
+nb::object errorClass(const char *Name) {
+  return nb::module_::import_("mlopt._errors").attr(Name);
+}
+
+void setPythonError(nb::object Instance) {
+  PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(Instance.ptr())), Instance.ptr());
+}
+
+/// A module as the engine keeps it: verified bitcode and a name for messages.
+struct EngineModule {
+  std::string Name;
+  std::string Bitcode;
+  std::string Triple;
+};
+
+nb::bytes asBytes(const std::string &S) { return nb::bytes(S.data(), S.size()); }
+
+template <typename T> nb::ndarray<nb::numpy, T> ownedArray(std::vector<T> &&V,
+                                                           std::initializer_list<size_t> Shape) {
+  auto *Heap = new std::vector<T>(std::move(V));
+  nb::capsule Owner(Heap, [](void *P) noexcept { delete static_cast<std::vector<T> *>(P); });
+  return nb::ndarray<nb::numpy, T>(Heap->data(), Shape, Owner);
+}
+
+/// What a Python policy callable did during one compile.
+struct CallbackState {
+  nb::handle Callable;
+  std::optional<nb::python_error> Error;
+  std::string BadAnswer;
+  bool Failed() const { return Error.has_value() || !BadAnswer.empty(); }
+};
+
+int64_t callPython(CallbackState &S, const int64_t *Features, size_t Count, int64_t Default) {
+  nb::gil_scoped_acquire Gil;
+  if (S.Failed())
+    return Default;
+  try {
+    auto *Row = new int64_t[Count];
+    std::memcpy(Row, Features, Count * sizeof(int64_t));
+    nb::capsule Owner(Row, [](void *P) noexcept { delete[] static_cast<int64_t *>(P); });
+    nb::ndarray<nb::numpy, int64_t> Array(Row, {Count}, Owner);
+    nb::object Answer = S.Callable(Array);
+    int64_t D = -1;
+    if (!nb::try_cast<int64_t>(Answer, D) || (D != 0 && D != 1)) {
+      S.BadAnswer = nb::cast<std::string>(nb::repr(Answer));
+      return Default;
+    }
+    return D;
+  } catch (nb::python_error &E) {
+    S.Error.emplace(std::move(E));
+    return Default;
+  }
+}
+
+nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int CodeGenLevel,
+                        const std::string &TargetTriple, const std::string &RelocModel,
+                        bool KeepObject, std::shared_ptr<PolicyModelPool> Pool,
+                        nb::object Callable, bool Shadow) {
+  CompileOptions Options;
+  Options.Pipeline = Pipeline;
+  Options.CodeGenLevel = CodeGenLevel;
+  Options.TargetTriple = TargetTriple;
+  Options.RelocModel = RelocModel;
+  Options.KeepObject = KeepObject;
+
+  CallbackState Callback;
+  Callback.Callable = Callable;
+  std::shared_ptr<PolicyModel> Model;
+  RunnerFactory Factory;
+  CompileOutput Out;
+  {
+    nb::gil_scoped_release NoGil;
+    if (Pool) {
+      // Acquired before LLVM runs: loading may throw, LLVM frames must not see it.
+      Model = Pool->acquire();
+      Factory = [&Model, Shadow](llvm::LLVMContext &Ctx) -> std::unique_ptr<InlinePolicyRunner> {
+        return std::make_unique<PolicyModelRunner>(Ctx, Model, Shadow,
+                                                   /*PerRunnerWarnings=*/true);
+      };
+    } else if (Callable.is_valid() && !Callable.is_none()) {
+      Factory = [&Callback](llvm::LLVMContext &Ctx) -> std::unique_ptr<InlinePolicyRunner> {
+        return std::make_unique<CallbackRunner>(
+            Ctx, [&Callback](const int64_t *F, size_t N, int64_t D) {
+              return callPython(Callback, F, N, D);
+            });
+      };
+    } else {
+      Factory = [](llvm::LLVMContext &Ctx) -> std::unique_ptr<InlinePolicyRunner> {
+        return std::make_unique<HeuristicRunner>(Ctx);
+      };
+    }
+    Out = compileModule(M.Bitcode, M.Name, Options, Factory);
+    Model.reset();
+  }
+  if (Callback.Error)
+    throw *Callback.Error;
+  if (!Callback.BadAnswer.empty())
+    throw PolicyError(M.Name + ": the policy callable returned " + Callback.BadAnswer +
+                      " for inlining_decision (expected 0 or 1)");
+  nb::dict R;
+  R["text_size"] = Out.TextSize;
+  R["object"] = KeepObject ? nb::object(asBytes(Out.Object)) : nb::none();
+  R["log"] = asBytes(Out.TrainingLog);
+  nb::list Warnings;
+  for (const std::string &W : Out.Warnings)
+    Warnings.append(W);
+  R["warnings"] = Warnings;
+  return R;
+}
+
+} // namespace
+
+NB_MODULE(_engine, m) {
+  m.doc() = "mlopt's in-process compiler over libLLVM-19 (see mlopt.engine)";
+
+  nb::register_exception_translator([](const std::exception_ptr &P, void *) {
+    try {
+      std::rethrow_exception(P);
+    } catch (const ModuleError &E) {
+      setPythonError(errorClass("ModuleError")(E.what()));
+    } catch (const CompileError &E) {
+      setPythonError(errorClass("CompileError")(E.what()));
+    } catch (const PolicyError &E) {
+      setPythonError(errorClass("PolicyError")(E.what()));
+    }
+  });
+
+  nb::class_<EngineModule>(m, "Module", "Verified bitcode of one module.")
+      .def("__init__",
+           [](EngineModule *Self, nb::bytes Data, const std::string &Name) {
+             std::string Bytes(Data.c_str(), Data.size());
+             std::string Bitcode, Triple;
+             {
+               nb::gil_scoped_release NoGil;
+               Bitcode = canonicalBitcode(Bytes, Name);
+               Triple = moduleTriple(Bitcode, Name);
+             }
+             new (Self) EngineModule{Name, std::move(Bitcode), std::move(Triple)};
+           },
+           "data"_a, "name"_a)
+      .def_ro("name", &EngineModule::Name)
+      .def_ro("triple", &EngineModule::Triple)
+      .def_prop_ro("bitcode", [](const EngineModule &M) { return asBytes(M.Bitcode); })
+      .def_prop_ro("size", [](const EngineModule &M) { return M.Bitcode.size(); });
+
+  nb::class_<PolicyModelPool>(m, "Policy",
+                              "A loaded policy, instantiated once per concurrent compile.")
+      .def_static(
+          "load",
+          [](const std::string &Path, const std::string &FeedPrefix,
+             const std::string &DecisionName, const std::string &LiteRt) {
+            PolicyLoadOptions Opts;
+            Opts.FeedPrefix = FeedPrefix;
+            Opts.DecisionName = DecisionName;
+            Opts.LiteRtLibrary = LiteRt;
+            nb::gil_scoped_release NoGil;
+            return PolicyModelPool::load(Path, inlinerFeatureSpecs(), Opts);
+          },
+          "path"_a, "feed_prefix"_a, "decision_name"_a, "litert_library"_a)
+      .def_prop_ro("path", &PolicyModelPool::path)
+      .def_prop_ro("kind", &PolicyModelPool::kind)
+      .def_prop_ro("loaded_instances", &PolicyModelPool::loadedInstances);
+
+  m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a,
+        "target_triple"_a, "reloc_model"_a, "keep_object"_a, "policy"_a.none(),
+        "callable"_a.none(), "shadow"_a = false);
+
+  m.def(
+      "function_properties",
+      [](const EngineModule &M, bool Detailed) {
+        FunctionPropertiesTable T;
+        {
+          nb::gil_scoped_release NoGil;
+          T = functionProperties(M.Bitcode, M.Name, Detailed);
+        }
+        size_t Rows = T.Functions.size(), Cols = T.Fields.size();
+        return nb::make_tuple(T.Functions, T.Fields,
+                              ownedArray(std::move(T.Values), {Rows, Cols}));
+      },
+      "module"_a, "detailed"_a);
+
+  m.def(
+      "call_site_costs",
+      [](const EngineModule &M) {
+        std::vector<CallSiteCost> Sites;
+        {
+          nb::gil_scoped_release NoGil;
+          Sites = callSiteCosts(M.Bitcode, M.Name);
+        }
+        std::vector<std::string> Callers, Callees;
+        std::vector<int64_t> Costs;
+        std::vector<uint8_t> Inlinable;
+        for (CallSiteCost &S : Sites) {
+          Callers.push_back(std::move(S.Caller));
+          Callees.push_back(std::move(S.Callee));
+          Costs.push_back(S.Cost);
+          Inlinable.push_back(S.Inlinable);
+        }
+        size_t N = Costs.size();
+        return nb::make_tuple(Callers, Callees, ownedArray(std::move(Inlinable), {N}),
+                              ownedArray(std::move(Costs), {N}));
+      },
+      "module"_a);
+}
