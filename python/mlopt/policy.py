@@ -216,9 +216,12 @@ class LoadedPolicy:
         from . import _core
 
         self.path = str(path)
+        self._feed_prefix = feed_prefix
+        self._litert_library = str(litert_library) if litert_library else _litert_library()
         self._model = _core.PolicyModel.load(
             self.path, inliner.feature_specs(), feed_prefix, inliner.DECISION,
-            str(litert_library) if litert_library else _litert_library())
+            self._litert_library)
+        self._pool = None
         self.kind: str = self._model.kind
         self.extra_outputs = list(self._model.extra_outputs)
 
@@ -241,6 +244,16 @@ class LoadedPolicy:
         return self.evaluate(batch)[inliner.DECISION]
 
     __call__ = decide
+
+    def _engine_pool(self):
+        """The in-process compiler's instances of this policy (one per
+        concurrent compile), loaded from the same path with the same options."""
+        if self._pool is None:
+            from .engine import _engine
+
+            self._pool = _engine().Policy.load(self.path, self._feed_prefix, inliner.DECISION,
+                                               self._litert_library)
+        return self._pool
 
     def __repr__(self) -> str:
         return f"LoadedPolicy({self.path!r}, kind={self.kind!r})"

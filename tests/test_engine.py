@@ -1,0 +1,256 @@
+"""The in-process compiler against the real tools: opt-19 (+ the plugin) and llc-19."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import mlopt
+from mlopt import inliner
+from mlopt.plugin import opt_flags
+
+
+def opt(llvm_tools, module, out, *flags, pipeline="default<Oz>"):
+    subprocess.run([llvm_tools["opt"], *flags, f"-passes={pipeline}", str(module), "-o", str(out)],
+                   check=True, capture_output=True, text=True)
+
+
+def llc(llvm_tools, module, out, *flags):
+    subprocess.run([llvm_tools["llc"], "-filetype=obj", *flags, str(module), "-o", str(out)], check=True)
+
+
+def llvm_size_text(llvm_tools, obj) -> int:
+    """.text bytes as llvm-size -A lists them (an independent reader)."""
+    size = llvm_tools["llc"].replace("llc-19", "llvm-size-19")
+    out = subprocess.run([size, "-A", str(obj)], check=True, capture_output=True, text=True).stdout
+    return sum(int(m.group(1)) for m in re.finditer(r"^\.text\S*\s+(\d+)", out, re.M))
+
+
+@pytest.fixture(scope="module")
+def modules(corpus_modules):
+    return [mlopt.Module(p) for p in corpus_modules]
+
+
+@pytest.fixture(scope="module")
+def heuristic_results(modules):
+    return mlopt.compile_many(modules, keep_object=True, threads=2)
+
+
+@pytest.fixture(scope="module")
+def tflite_policy(heuristic_results, tmp_path_factory):
+    """A random MLP over a vocab of real features: it decides both ways."""
+    vocab = mlopt.Vocab.from_logs([r.log for r in heuristic_results[:12]], num_buckets=200)
+    policy = mlopt.InlinePolicy.random(vocab, hidden=(32, 16), seed=5)
+    return policy, policy.export(tmp_path_factory.mktemp("policy") / "model", logits_output=True)
+
+
+def test_heuristic_objects_equal_opt_then_llc(llvm_tools, corpus_modules, heuristic_results, tmp_path):
+    """On every corpus module the in-process object is byte-identical to
+    `opt-19 -passes='default<Oz>'` + `llc-19 -filetype=obj`, and text_size is
+    the .text size llvm-size reports for llc's object."""
+    total = 0
+    for path, result in zip(corpus_modules, heuristic_results):
+        opt(llvm_tools, path, tmp_path / "o.bc")
+        llc(llvm_tools, tmp_path / "o.bc", tmp_path / "o.o")
+        assert result.object == (tmp_path / "o.o").read_bytes(), path.name
+        assert result.text_size == llvm_size_text(llvm_tools, tmp_path / "o.o"), path.name
+        assert not result.warnings
+        total += result.text_size
+    assert total > 300_000
+
+
+def test_heuristic_log_identical_to_plugin_log(llvm_tools, plugin, corpus_modules, heuristic_results, tmp_path):
+    """The in-process training log is byte-identical to the plugin's
+    development-mode log from opt-19, and decisions are its last column."""
+    total = 0
+    for path, result in zip(corpus_modules, heuristic_results):
+        log = tmp_path / f"{path.stem}.log"
+        opt(llvm_tools, path, tmp_path / "o.bc", *opt_flags(training_log=log))
+        assert result.log_bytes == log.read_bytes(), path.name
+        assert np.array_equal(result.decisions, result.log[inliner.DECISION][:, 0])
+        assert np.array_equal(result.decisions, result.default_decisions)
+        total += len(result.decisions)
+    assert total > 2000
+
+
+def test_tflite_policy_equals_plugin(llvm_tools, plugin, corpus_modules, modules, tflite_policy, tmp_path):
+    """With a .tflite policy, objects and logs equal opt-19 with the plugin
+    running the same model, + llc-19; the policy really decides."""
+    policy, model = tflite_policy
+    loaded = mlopt.load_policy(model)
+    results = mlopt.compile_many(modules, policy=loaded, keep_object=True, threads=2)
+    differs = 0
+    for path, result in zip(corpus_modules, results):
+        log = tmp_path / f"{path.stem}.log"
+        opt(llvm_tools, path, tmp_path / "o.bc", *opt_flags(model=model, training_log=log))
+        llc(llvm_tools, tmp_path / "o.bc", tmp_path / "o.o")
+        assert result.object == (tmp_path / "o.o").read_bytes(), path.name
+        assert result.log_bytes == log.read_bytes(), path.name
+        assert np.array_equal(result.decisions, policy.decide(result.log)), path.name
+        differs += int((result.decisions != result.default_decisions).sum())
+    assert differs > 100
+
+
+def test_compiled_policy_and_python_callable_equal_tflite(modules, tflite_policy, tmp_path):
+    """The compiled .so and the numpy policy called from C++ (slow path) make
+    the same decisions as the .tflite inside the engine: same objects."""
+    policy, model = tflite_policy
+    so = mlopt.compile_policy(model, tmp_path / "p.so")
+    some = modules[:6]
+    expected = mlopt.compile_many(some, policy=mlopt.load_policy(model), keep_object=True, log=False)
+    compiled = mlopt.compile_many(some, policy=mlopt.load_policy(so), keep_object=True, log=False)
+    calls = []
+
+    def decide(row):
+        calls.append(row.copy())
+        return policy.decide(row)[0]
+
+    called = [mlopt.compile(m, policy=decide, keep_object=True) for m in some]
+    for e, c, p in zip(expected, compiled, called):
+        assert c.object == e.object and p.object == e.object, e.module
+        assert np.array_equal(p.decisions, e.decisions)
+    assert len(calls) == sum(len(e.decisions) for e in expected)
+    assert all(r.dtype == np.int64 and r.shape == (len(inliner.FEATURES),) for r in calls)
+    # the callable saw exactly the logged rows
+    logged = np.concatenate([mlopt.policy.feature_matrix(p.log) for p in called])
+    assert np.array_equal(np.stack(calls), logged)
+
+
+def test_threads_equal_sequential(modules, tflite_policy):
+    """Two threads, each compile in its own context: same objects and logs
+    byte for byte as one at a time, with and without a policy."""
+    _, model = tflite_policy
+    loaded = mlopt.load_policy(model)
+    some = modules[:10]
+    for policy in (None, loaded):
+        seq = mlopt.compile_many(some, policy=policy, keep_object=True, threads=1)
+        par = mlopt.compile_many(some, policy=policy, keep_object=True, threads=2)
+        for s, p in zip(seq, par):
+            assert (s.object, s.log_bytes) == (p.object, p.log_bytes), s.module
+    assert loaded._engine_pool().loaded_instances == 2  # one per concurrent compile
+
+
+def test_gil_is_released_while_compiling(modules):
+    """A Python thread keeps running while another thread compiles."""
+    big = max(modules, key=lambda m: len(m.bitcode))
+    ticks = 0
+    done = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        mlopt.compile(big)
+    finally:
+        done.set()
+        t.join()
+    assert ticks > 10000
+
+
+def test_corpus_element_takes_level_target_and_relocation(llvm_tools, corpus_modules, tmp_path):
+    """A .bc + .cmd corpus element compiles as its command line says: the -O
+    level picks the pipeline and llc's -O, the relocation model goes to codegen."""
+    src = corpus_modules[0]
+    element = tmp_path / "corpus" / "lz4.bc"
+    element.parent.mkdir()
+    element.write_bytes(src.read_bytes())
+    element.with_suffix(".cmd").write_bytes(
+        b"\0".join([b"-cc1", b"-triple", b"x86_64-pc-linux-gnu", b"-O3", b"-mrelocation-model", b"pic",
+                    b"-emit-obj"]))
+    m = mlopt.Module.from_corpus(element)
+    assert (m.opt_level, m.target, m.reloc_model) == ("O3", "x86_64-pc-linux-gnu", "pic")
+    result = mlopt.compile(m, keep_object=True)
+    opt(llvm_tools, src, tmp_path / "o.bc", pipeline="default<O3>")
+    llc(llvm_tools, tmp_path / "o.bc", tmp_path / "o.o", "-O3", "-relocation-model=pic")
+    assert result.object == (tmp_path / "o.o").read_bytes()
+    (tmp_path / "corpus" / "corpus_description.json").write_text('{"modules": ["lz4"]}')
+    [again] = mlopt.load_corpus(tmp_path / "corpus")
+    assert mlopt.compile(again, keep_object=True).object == result.object
+
+
+def test_driver_command_lines():
+    parse = mlopt.engine.parse_command_line
+    assert parse(["clang", "-Oz", "-c", "x.c"]) == {"opt_level": "Oz", "target": None, "reloc_model": "pic"}
+    assert parse(["clang", "-O2", "-fno-pic", "--target=aarch64-linux-gnu"]) == {
+        "opt_level": "O2", "target": "aarch64-linux-gnu", "reloc_model": "static"}
+    assert parse(["-cc1", "-Os"])["reloc_model"] is None  # cc1 without the flag: target default
+
+
+def test_function_properties_equal_opt_printer(llvm_tools, corpus_modules):
+    """Every field of every function equals what
+    `opt-19 -passes='print<func-properties>' -enable-detailed-function-properties` prints."""
+    for path in corpus_modules[:4]:
+        table = mlopt.function_properties(path)
+        out = subprocess.run([llvm_tools["opt"], "-passes=print<func-properties>",
+                              "-enable-detailed-function-properties", "-disable-output", str(path)],
+                             check=True, capture_output=True, text=True).stderr
+        printed = {}
+        for block in out.split("Printing analysis results of CFA for function '")[1:]:
+            name, body = block.split("':", 1)
+            printed[name] = dict((k, int(v)) for k, v in re.findall(r"^(\w+): (-?\d+)$", body, re.M))
+        assert list(table["function"]) == list(printed), path.name
+        fields = [k for k in table if k != "function"]
+        assert len(fields) == 44 and set(fields) == set(next(iter(printed.values())))
+        for i, name in enumerate(table["function"]):
+            assert {f: int(table[f][i]) for f in fields} == printed[name], (path.name, name)
+        basic = mlopt.function_properties(path, detailed=False)
+        assert len(basic) == 1 + 9
+        assert all(np.array_equal(basic[k], table[k]) for k in basic if k != "function")
+
+
+def test_bad_input_errors(tmp_path):
+    with pytest.raises(mlopt.ModuleError, match=r"^<bytes>:1:2: expected top-level entity"):
+        mlopt.Module(b"\x00not ir at all")
+    good = mlopt.Module(b"define i32 @f() {\n  ret i32 0\n}\n").bitcode
+    with pytest.raises(mlopt.ModuleError, match=r"^cut\.bc: .*"):
+        mlopt.Module(good[: len(good) // 2], name="cut.bc")
+    bad = tmp_path / "bad.ll"
+    bad.write_text("define i32 @f() {\n  ret i32 %nope\n}\n")
+    with pytest.raises(mlopt.ModuleError, match=r"bad\.ll:2:\d+: use of undefined value '%nope'"):
+        mlopt.Module(bad)
+    broken = tmp_path / "broken.ll"
+    broken.write_text("define i32 @f(i32 %a) {\n  %b = add i32 %c, 1\n  %c = add i32 %a, 1\n  ret i32 %b\n}\n")
+    with pytest.raises(mlopt.ModuleError,
+                       match=r"broken\.ll: input module is broken: Instruction does not dominate all uses!"):
+        mlopt.Module(broken)
+    with pytest.raises(FileNotFoundError, match="missing.bc"):
+        mlopt.Module(tmp_path / "missing.bc")
+    ok = mlopt.Module(b"define i32 @f() {\n  ret i32 0\n}\n", name="ok.ll")
+    with pytest.raises(mlopt.CompileError, match=r"invalid pipeline 'default<Q9>'"):
+        mlopt.compile(ok, pipeline="default<Q9>")
+    with pytest.raises(mlopt.PolicyError, match="no-such-model"):
+        mlopt.compile(ok, policy=tmp_path / "no-such-model.tflite")
+    with pytest.raises(mlopt.CompileError, match="unknown relocation model 'weird'"):
+        mlopt.compile(mlopt.Module(b"define i32 @f() {\n  ret i32 0\n}\n", reloc_model="weird"))
+
+
+def test_policy_callable_errors(modules):
+    m = modules[0]
+
+    class Boom(Exception):
+        pass
+
+    calls = 0
+
+    def explode(row):
+        nonlocal calls
+        calls += 1
+        raise Boom("policy failed")
+
+    with pytest.raises(Boom, match="policy failed"):
+        mlopt.compile(m, policy=explode)
+    assert calls == 1  # not called again after the first exception
+    with pytest.raises(mlopt.PolicyError, match=r"returned 7 for inlining_decision \(expected 0 or 1\)"):
+        mlopt.compile(m, policy=lambda row: 7)
+    with pytest.raises(mlopt.PolicyError, match=r"returned 0\.5"):
+        mlopt.compile(m, policy=lambda row: 0.5)
+    # the engine is still usable and deterministic afterwards
+    assert mlopt.compile(m).log_bytes == mlopt.compile(m).log_bytes
