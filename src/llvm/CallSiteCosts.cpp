@@ -16,7 +16,8 @@ std::vector<CallSiteCost> callSiteCosts(const std::string &Bitcode, const std::s
   std::shared_lock<std::shared_mutex> OptionsStable(llvmOptionLock());
   LLVMContext Ctx;
   collectDiagnostics(Ctx);
-  std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name);
+  // Verified when it was loaded (canonicalBitcode).
+  std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name, /*Verify=*/false);
   std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M);
   PassSetup Passes(*M, TM.get());
   FunctionAnalysisManager &FAM = Passes.FAM();

@@ -98,7 +98,8 @@ FunctionPropertiesTable functionProperties(const std::string &Bitcode,
       Table.Fields.push_back(F.Name);
   LLVMContext Ctx;
   collectDiagnostics(Ctx);
-  std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name);
+  // Verified when it was loaded (canonicalBitcode).
+  std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name, /*Verify=*/false);
   PassSetup Passes(*M, nullptr);
   DetailedScope Scope(Detailed);
   for (Function &F : *M) {

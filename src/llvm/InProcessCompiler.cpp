@@ -101,7 +101,8 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   LLVMContext Ctx;
   Ctx.enableDebugTypeODRUniquing();
   DiagnosticCollector &Diags = collectDiagnostics(Ctx);
-  std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name);
+  // Verified when it was loaded (canonicalBitcode).
+  std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name, /*Verify=*/false);
   if (!Options.TargetTriple.empty())
     M->setTargetTriple(Triple::normalize(Options.TargetTriple));
 

@@ -74,7 +74,8 @@ struct CompileOutput {
 /// is converted). Throws ModuleError.
 std::string canonicalBitcode(const std::string &Bytes, const std::string &Name);
 
-/// The module's target triple (empty when it has none).
+/// The module's target triple (empty when it has none). Bitcode must come
+/// from canonicalBitcode (the functions below do not verify it again).
 std::string moduleTriple(const std::string &Bitcode, const std::string &Name);
 
 CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,

@@ -41,7 +41,7 @@ std::shared_mutex &llvmOptionLock() {
 }
 
 std::unique_ptr<Module> parseModule(LLVMContext &Ctx, const std::string &Bytes,
-                                    const std::string &Name) {
+                                    const std::string &Name, bool Verify) {
   SMDiagnostic Err;
   std::unique_ptr<Module> M =
       parseIR(MemoryBufferRef(StringRef(Bytes), Name), Err, Ctx);
@@ -57,7 +57,7 @@ std::unique_ptr<Module> parseModule(LLVMContext &Ctx, const std::string &Bytes,
   }
   std::string Problems;
   raw_string_ostream VOS(Problems);
-  if (verifyModule(*M, &VOS)) {
+  if (Verify && verifyModule(*M, &VOS)) {
     std::string First = StringRef(VOS.str()).split('\n').first.str();
     throw ModuleError(Name + ": input module is broken: " + First);
   }

@@ -3,8 +3,9 @@
 // Contract: the in-process equivalents of the set-up steps of the stock
 // tools, so that code run here sees exactly what it would see inside
 // `opt-19 -passes=...` and `llc-19 -filetype=obj` with default flags:
-//  - parseModule: bitcode or textual IR into a context, verified (opt refuses
-//    broken input); failures throw ModuleError "<name>: <LLVM's message>";
+//  - parseModule: bitcode or textual IR into a context, verified unless the
+//    caller already did (opt refuses broken input); failures throw
+//    ModuleError "<name>: <LLVM's message>";
 //  - createOptTargetMachine: opt's target machine (codegen flag defaults,
 //    CodeGenOptLevel::None), null when the triple has no architecture;
 //  - createCodeGenTargetMachine: llc's (codegen flag defaults, -O<level>,
@@ -49,7 +50,8 @@ std::shared_mutex &llvmOptionLock();
 
 std::unique_ptr<llvm::Module> parseModule(llvm::LLVMContext &Ctx,
                                           const std::string &Bytes,
-                                          const std::string &Name);
+                                          const std::string &Name,
+                                          bool Verify = true);
 
 std::unique_ptr<llvm::TargetMachine> createOptTargetMachine(llvm::Module &M);
 
