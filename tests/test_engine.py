@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import threading
@@ -254,3 +255,25 @@ def test_policy_callable_errors(modules):
         mlopt.compile(m, policy=lambda row: 0.5)
     # the engine is still usable and deterministic afterwards
     assert mlopt.compile(m).log_bytes == mlopt.compile(m).log_bytes
+
+
+def test_cli_compile(corpus_modules, heuristic_results, tflite_policy, tmp_path, capsys):
+    from mlopt.cli import main
+
+    paths = [str(p) for p in corpus_modules[:3]]
+    assert main(["compile", *paths, "--threads", "2", "--log-dir", str(tmp_path / "logs"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [r["text_size"] for r in report["modules"]] == [r.text_size for r in heuristic_results[:3]]
+    assert report["total"]["decisions"] == sum(len(r.decisions) for r in heuristic_results[:3])
+    for p, r in zip(corpus_modules[:3], heuristic_results):
+        assert (tmp_path / "logs" / f"{p.stem}.log").read_bytes() == r.log_bytes
+    # logs are never replaced without --force
+    assert main(["compile", paths[0], "--log-dir", str(tmp_path / "logs")]) == 1
+    assert "exists (use --force" in capsys.readouterr().err
+    _, model = tflite_policy
+    assert main(["compile", paths[0], "--model", str(model)]) == 0
+    assert main(["compile", str(tmp_path / "nope.bc")]) == 1
+    assert "nope.bc: cannot read module" in capsys.readouterr().err
+    assert main(["compile", paths[0], "--pipeline", "bogus"]) == 1
+    assert "invalid pipeline 'bogus'" in capsys.readouterr().err
+    assert main(["compile", paths[0], "--threads", "0"]) == 2

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from . import __version__
-from ._errors import LogFormatError, PolicyError
+from ._errors import CompileError, LogFormatError, ModuleError, PolicyError
 from .log import LogStream, read_log
 from .policy_compiler import PolicyCompileError
 from .vocab import VocabError
@@ -26,6 +26,7 @@ examples:
   opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-training-log=x.log \\
       -passes='default<Oz>' in.bc -o out.bc
   CFLAGS="-Oz $(mlopt clang-flags --training-log x.log)"
+  mlopt compile corpus/ --model policy.so --threads 2
 """
 
 
@@ -188,6 +189,75 @@ def cmd_policy_check(args) -> int:
     return 0
 
 
+def _compile_inputs(paths: list[str]):
+    from .engine import Module, load_corpus
+
+    modules = []
+    for p in paths:
+        if os.path.isdir(p):
+            modules += load_corpus(p)
+        elif os.path.exists(os.path.splitext(p)[0] + ".cmd") and p.endswith(".bc"):
+            modules.append(Module.from_corpus(p))
+        else:
+            modules.append(Module(p))
+    return modules
+
+
+def cmd_compile(args) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .engine import compile as compile_module
+    from .policy import load_policy
+
+    if args.threads < 1:
+        print("mlopt: error: --threads must be at least 1", file=sys.stderr)
+        return 2
+    modules = _compile_inputs(args.inputs)
+    policy = load_policy(args.model) if args.model else None
+    log_paths = []
+    if args.log_dir:
+        os.makedirs(args.log_dir, exist_ok=True)
+        stems = [os.path.splitext(os.path.basename(m.name))[0] for m in modules]
+        if len(set(stems)) != len(stems):
+            raise FileExistsError("two modules have the same name; their logs would collide in --log-dir")
+        log_paths = [os.path.join(args.log_dir, f"{s}.log") for s in stems]
+        existing = [p for p in log_paths if os.path.exists(p)]
+        if existing and not args.force:
+            raise FileExistsError(f"{existing[0]} exists (use --force to replace logs)")
+    rows = [None] * len(modules)
+    done = 0
+    progress = sys.stderr.isatty() and not args.json
+
+    def run(i):
+        return i, compile_module(modules[i], policy, args.pipeline, log=bool(args.log_dir))
+
+    with ThreadPoolExecutor(max_workers=args.threads) as ex:
+        for i, r in ex.map(run, range(len(modules))):
+            if log_paths:
+                with open(log_paths[i], "wb") as f:
+                    f.write(r.log_bytes)
+            for w in r.warnings:
+                print(f"mlopt: warning: {r.module}: {w}", file=sys.stderr)
+            rows[i] = {"module": r.module, "text_size": r.text_size, "decisions": int(len(r.decisions)),
+                       "inlined": int(r.decisions.sum()), "default_inlined": int(r.default_decisions.sum())}
+            done += 1
+            if progress:
+                print(f"\rcompiled {done}/{len(modules)}", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    total = {"modules": len(rows), "text_size": sum(r["text_size"] for r in rows),
+             "decisions": sum(r["decisions"] for r in rows), "inlined": sum(r["inlined"] for r in rows)}
+    if args.json:
+        print(json.dumps({"modules": rows, "total": total}, indent=2))
+        return 0
+    width = max([len(r["module"]) for r in rows] + [6])
+    print(f"{'module':<{width}}  {'.text':>10}  {'decisions':>9}  {'inlined':>7}")
+    for r in rows:
+        print(f"{r['module']:<{width}}  {r['text_size']:>10}  {r['decisions']:>9}  {r['inlined']:>7}")
+    print(f"{'total':<{width}}  {total['text_size']:>10}  {total['decisions']:>9}  {total['inlined']:>7}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mlopt",
@@ -290,6 +360,27 @@ def build_parser() -> argparse.ArgumentParser:
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("model", help=".tflite file, model directory or compiled .so")
     check.set_defaults(func=cmd_policy_check)
+
+    comp = sub.add_parser(
+        "compile", help="compile modules in-process (opt + llc in memory) and report .text sizes",
+        description="Optimize and generate code for each module inside this process, as "
+                    "opt-19 -passes=PIPELINE + llc-19 -filetype=obj would, with MODEL deciding "
+                    "inlining (default: LLVM's heuristic). A directory is read as an "
+                    "ml-compiler-opt corpus (corpus_description.json); a .bc with a .cmd next "
+                    "to it is compiled as that command line says (-O level, target, relocation model).",
+        epilog="examples:\n  mlopt compile lz4.bc brotli.bc\n"
+               "  mlopt compile corpus/ --model policy.so --threads 2 --log-dir logs/\n"
+               "  mlopt compile x.ll --pipeline 'default<O3>' --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    comp.add_argument("inputs", nargs="+", metavar="MODULE", help=".bc/.ll file or corpus directory")
+    comp.add_argument("--model", metavar="PATH", help=".tflite file, model directory or compiled .so")
+    comp.add_argument("--pipeline", metavar="P", default=None,
+                      help="opt's -passes pipeline (default: default<Oz>, or the corpus element's level)")
+    comp.add_argument("--threads", type=int, default=1, metavar="N", help="modules compiled at once")
+    comp.add_argument("--log-dir", metavar="DIR", help="write each module's training log to DIR/<module>.log")
+    comp.add_argument("--force", action="store_true", help="replace existing logs in --log-dir")
+    comp.add_argument("--json", action="store_true", help="machine-readable output")
+    comp.set_defaults(func=cmd_compile)
     return parser
 
 
@@ -302,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
         # `mlopt log show big.log | head`: the reader went away; not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (LogFormatError, PolicyError, PolicyCompileError, VocabError, FileExistsError, KeyError) as e:
+    except (LogFormatError, PolicyError, PolicyCompileError, VocabError, FileExistsError, KeyError,
+            ModuleError, CompileError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"mlopt: error: {message}", file=sys.stderr)
         return 1
