@@ -277,3 +277,16 @@ def test_cli_compile(corpus_modules, heuristic_results, tflite_policy, tmp_path,
     assert main(["compile", paths[0], "--pipeline", "bogus"]) == 1
     assert "invalid pipeline 'bogus'" in capsys.readouterr().err
     assert main(["compile", paths[0], "--threads", "0"]) == 2
+
+
+def test_out_of_range_policy_warns_once_per_compile(modules, heuristic_results, tmp_path):
+    """A model answering 7 is not a decision: the heuristic decides, and
+    every compile reports one warning (not printed: returned)."""
+    from test_plugin_model import good_inputs, tiny_model
+
+    model = tmp_path / "seven.tflite"
+    model.write_bytes(tiny_model(good_inputs(), value=7))
+    results = mlopt.compile_many(modules[:2], policy=model, keep_object=True, threads=1)
+    for r, h in zip(results, heuristic_results):
+        assert len(r.warnings) == 1 and "answered 7 for inlining_decision (expected 0 or 1)" in r.warnings[0]
+        assert r.object == h.object and np.array_equal(r.decisions, r.default_decisions)
