@@ -10,8 +10,8 @@ training step needs -- the .text size and the training log as numpy -- by
                mlopt.read_log(m.log)
   in-process:  mlopt.compile(module, policy)           (mlopt.compile_many for N threads)
 
-with 1 and 2 workers (threads running the subprocess chains / compiling),
-interleaved, best of --reps. Prints throughput ratios and the per-module
+with 1 and 2 workers (threads running the subprocess chains / compiling;
+both start the largest modules first), interleaved, best of --reps. Prints throughput ratios and the per-module
 overhead in ms; the two sides are checked to agree on every size and log.
 
     python3 benchmarks/bench_inprocess.py [--reps 2] [--limit N]
@@ -63,8 +63,14 @@ def subprocess_one(module: Path, policy: Path, plugin: str, work: Path):
 
 
 def run_subprocess(modules, policy, plugin, work, threads):
+    """Same scheduling as compile_many: largest modules first, results in input order."""
+    order = sorted(range(len(modules)), key=lambda i: (-modules[i].stat().st_size, i))
+    results = [None] * len(modules)
     with ThreadPoolExecutor(max_workers=threads) as ex:
-        return list(ex.map(lambda m: subprocess_one(m, policy, plugin, work), modules))
+        futures = {ex.submit(subprocess_one, modules[i], policy, plugin, work): i for i in order}
+        for f, i in futures.items():
+            results[i] = f.result()
+    return results
 
 
 def run_inprocess(modules, policy, threads):

@@ -275,15 +275,27 @@ def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLik
                  pipeline: str | None = None, log: bool = True, *, threads: int | None = None,
                  codegen: bool = True, keep_object: bool = False) -> list[CompileResult]:
     """:func:`compile` for every module, ``threads`` at a time (default: the
-    number of CPUs); results in input order, identical to sequential runs."""
+    number of CPUs); results in input order, identical to sequential runs.
+    Larger modules start first, so one big module does not finish alone at
+    the end while the other threads idle."""
     mods = [_as_module(m) for m in modules]
     pool, callback = _resolve_policy(policy)
     threads = max(1, threads or os.cpu_count() or 1)
     run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object)  # noqa: E731
     if threads == 1 or len(mods) <= 1:
         return [run(m) for m in mods]
+    results: list[CompileResult | None] = [None] * len(mods)
     with ThreadPoolExecutor(max_workers=threads) as ex:
-        return list(ex.map(run, mods))
+        futures = {ex.submit(run, mods[i]): i for i in largest_first(mods)}
+        for f, i in futures.items():
+            results[i] = f.result()
+    return results  # type: ignore[return-value]
+
+
+def largest_first(modules: Sequence[Module]) -> list[int]:
+    """Indices of ``modules`` by decreasing bitcode size (ties: input order)."""
+    sizes = [m._m.size for m in modules]
+    return sorted(range(len(modules)), key=lambda i: (-sizes[i], i))
 
 
 def inline_features(module: Module | PathLike | bytes, policy: PolicyLike = None,
