@@ -204,9 +204,7 @@ def _compile_inputs(paths: list[str]):
 
 
 def cmd_compile(args) -> int:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .engine import compile as compile_module
+    from .engine import compile_many
     from .policy import load_policy
 
     if args.threads < 1:
@@ -224,27 +222,27 @@ def cmd_compile(args) -> int:
         existing = [p for p in log_paths if os.path.exists(p)]
         if existing and not args.force:
             raise FileExistsError(f"{existing[0]} exists (use --force to replace logs)")
-    rows = [None] * len(modules)
     done = 0
     progress = sys.stderr.isatty() and not args.json
 
-    def run(i):
-        return i, compile_module(modules[i], policy, args.pipeline, log=bool(args.log_dir))
+    def finished(i, r):
+        nonlocal done
+        if log_paths:
+            with open(log_paths[i], "wb") as f:
+                f.write(r.log_bytes)
+        for w in r.warnings:
+            print(f"mlopt: warning: {r.module}: {w}", file=sys.stderr)
+        done += 1
+        if progress:
+            print(f"\rcompiled {done}/{len(modules)}", end="", file=sys.stderr, flush=True)
 
-    with ThreadPoolExecutor(max_workers=args.threads) as ex:
-        for i, r in ex.map(run, range(len(modules))):
-            if log_paths:
-                with open(log_paths[i], "wb") as f:
-                    f.write(r.log_bytes)
-            for w in r.warnings:
-                print(f"mlopt: warning: {r.module}: {w}", file=sys.stderr)
-            rows[i] = {"module": r.module, "text_size": r.text_size, "decisions": int(len(r.decisions)),
-                       "inlined": int(r.decisions.sum()), "default_inlined": int(r.default_decisions.sum())}
-            done += 1
-            if progress:
-                print(f"\rcompiled {done}/{len(modules)}", end="", file=sys.stderr, flush=True)
+    results = compile_many(modules, policy, args.pipeline, log=bool(args.log_dir), threads=args.threads,
+                           on_result=finished)
     if progress:
         print(file=sys.stderr)
+    rows = [{"module": r.module, "text_size": r.text_size, "decisions": int(len(r.decisions)),
+             "inlined": int(r.decisions.sum()), "default_inlined": int(r.default_decisions.sum())}
+            for r in results]
     total = {"modules": len(rows), "text_size": sum(r["text_size"] for r in rows),
              "decisions": sum(r["decisions"] for r in rows), "inlined": sum(r["inlined"] for r in rows)}
     if args.json:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -236,11 +236,11 @@ def _codegen_level(module: Module, pipeline: str) -> int:
 
 
 def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
-             keep_object: bool, shadow: bool = False) -> CompileResult:
+             keep_object: bool) -> CompileResult:
     pipeline = pipeline or module.default_pipeline()
     level = _codegen_level(module, pipeline) if codegen else -1
     raw = _engine().compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
-                            keep_object, pool, callback, shadow)
+                            keep_object, pool, callback)
     log_bytes = raw["log"]
     parsed = read_log(log_bytes) if log_bytes else None
     if parsed is not None:
@@ -273,22 +273,31 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,
                  pipeline: str | None = None, log: bool = True, *, threads: int | None = None,
-                 codegen: bool = True, keep_object: bool = False) -> list[CompileResult]:
+                 codegen: bool = True, keep_object: bool = False,
+                 on_result: Callable[[int, CompileResult], None] | None = None) -> list[CompileResult]:
     """:func:`compile` for every module, ``threads`` at a time (default: the
     number of CPUs); results in input order, identical to sequential runs.
     Larger modules start first, so one big module does not finish alone at
-    the end while the other threads idle."""
+    the end while the other threads idle. ``on_result(index, result)`` is
+    called in the calling thread as each module finishes (for progress)."""
     mods = [_as_module(m) for m in modules]
     pool, callback = _resolve_policy(policy)
     threads = max(1, threads or os.cpu_count() or 1)
     run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object)  # noqa: E731
-    if threads == 1 or len(mods) <= 1:
-        return [run(m) for m in mods]
     results: list[CompileResult | None] = [None] * len(mods)
+    if threads == 1 or len(mods) <= 1:
+        for i, m in enumerate(mods):
+            results[i] = run(m)
+            if on_result:
+                on_result(i, results[i])
+        return results  # type: ignore[return-value]
     with ThreadPoolExecutor(max_workers=threads) as ex:
         futures = {ex.submit(run, mods[i]): i for i in largest_first(mods)}
-        for f, i in futures.items():
+        for f in as_completed(futures):
+            i = futures[f]
             results[i] = f.result()
+            if on_result:
+                on_result(i, results[i])
     return results  # type: ignore[return-value]
 
 

@@ -16,7 +16,7 @@ std::vector<CallSiteCost> callSiteCosts(const std::string &Bitcode, const std::s
   std::shared_lock<std::shared_mutex> OptionsStable(llvmOptionLock());
   LLVMContext Ctx;
   collectDiagnostics(Ctx);
-  // Verified when it was loaded (canonicalBitcode).
+  // Verified when it was loaded (loadModule).
   std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name, /*Verify=*/false);
   std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M);
   PassSetup Passes(*M, TM.get());

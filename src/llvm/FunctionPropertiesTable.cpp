@@ -98,7 +98,7 @@ FunctionPropertiesTable functionProperties(const std::string &Bitcode,
       Table.Fields.push_back(F.Name);
   LLVMContext Ctx;
   collectDiagnostics(Ctx);
-  // Verified when it was loaded (canonicalBitcode).
+  // Verified when it was loaded (loadModule).
   std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name, /*Verify=*/false);
   PassSetup Passes(*M, nullptr);
   DetailedScope Scope(Detailed);

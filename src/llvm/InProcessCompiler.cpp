@@ -11,7 +11,6 @@
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
-#include "llvm/CodeGen/MachineModuleInfo.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -70,26 +69,20 @@ struct CurrentScope {
 
 } // namespace
 
-std::string canonicalBitcode(const std::string &Bytes, const std::string &Name) {
+LoadedModule loadModule(const std::string &Bytes, const std::string &Name) {
   LLVMContext Ctx;
   collectDiagnostics(Ctx);
   std::unique_ptr<Module> M = parseModule(Ctx, Bytes, Name);
+  LoadedModule Loaded;
+  Loaded.Triple = M->getTargetTriple();
   if (isBitcode(reinterpret_cast<const unsigned char *>(Bytes.data()),
-                reinterpret_cast<const unsigned char *>(Bytes.data() + Bytes.size())))
-    return Bytes;
-  std::string Out;
-  raw_string_ostream OS(Out);
-  WriteBitcodeToFile(*M, OS, /*ShouldPreserveUseListOrder=*/true);
-  return OS.str();
-}
-
-std::string moduleTriple(const std::string &Bitcode, const std::string &Name) {
-  LLVMContext Ctx;
-  Expected<std::string> T =
-      getBitcodeTargetTriple(MemoryBufferRef(StringRef(Bitcode), Name));
-  if (!T)
-    throw ModuleError(Name + ": " + toString(T.takeError()));
-  return *T;
+                reinterpret_cast<const unsigned char *>(Bytes.data() + Bytes.size()))) {
+    Loaded.Bitcode = Bytes;
+  } else {
+    raw_string_ostream OS(Loaded.Bitcode);
+    WriteBitcodeToFile(*M, OS, /*ShouldPreserveUseListOrder=*/true);
+  }
+  return Loaded;
 }
 
 CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
@@ -101,7 +94,7 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   LLVMContext Ctx;
   Ctx.enableDebugTypeODRUniquing();
   DiagnosticCollector &Diags = collectDiagnostics(Ctx);
-  // Verified when it was loaded (canonicalBitcode).
+  // Verified when it was loaded (loadModule).
   std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name, /*Verify=*/false);
   if (!Options.TargetTriple.empty())
     M->setTargetTriple(Triple::normalize(Options.TargetTriple));

@@ -70,13 +70,16 @@ struct CompileOutput {
   std::vector<std::string> Warnings;
 };
 
-/// The module as bitcode after checking it parses and verifies (a .ll text
-/// is converted). Throws ModuleError.
-std::string canonicalBitcode(const std::string &Bytes, const std::string &Name);
+/// A module checked to parse and verify, as bitcode (a .ll text is
+/// converted) with its target triple (empty when it has none).
+struct LoadedModule {
+  std::string Bitcode;
+  std::string Triple;
+};
 
-/// The module's target triple (empty when it has none). Bitcode must come
-/// from canonicalBitcode (the functions below do not verify it again).
-std::string moduleTriple(const std::string &Bitcode, const std::string &Name);
+/// Throws ModuleError. The functions below take LoadedModule::Bitcode and do
+/// not verify it again.
+LoadedModule loadModule(const std::string &Bytes, const std::string &Name);
 
 CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
                             const CompileOptions &Options,

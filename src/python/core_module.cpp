@@ -10,6 +10,8 @@
 #include "TrainingLogReader.h"
 #include "TrainingLogWriter.h"
 
+#include "PythonErrors.h"
+
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -25,15 +27,6 @@ using namespace nb::literals;
 using namespace mlopt;
 
 namespace {
-
-nb::object errorClass(const char *Name) {
-  return nb::module_::import_("mlopt._errors").attr(Name);
-}
-
-void setPythonError(nb::object Instance) {
-  PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(Instance.ptr())),
-                  Instance.ptr());
-}
 
 nb::str decodeName(const std::string &S) {
   PyObject *O = PyUnicode_DecodeUTF8(S.data(), Py_ssize_t(S.size()),
@@ -264,15 +257,15 @@ NB_MODULE(_core, m) {
     try {
       std::rethrow_exception(P);
     } catch (const LogFormatError &E) {
-      setPythonError(errorClass("LogFormatError")(E.reason(), E.offset()));
+      raisePythonError(errorClass("LogFormatError")(E.reason(), E.offset()));
     } catch (const LogUsageError &E) {
-      setPythonError(errorClass("LogUsageError")(E.what()));
+      raisePythonError(errorClass("LogUsageError")(E.what()));
     } catch (const PolicyError &E) {
-      setPythonError(errorClass("PolicyError")(E.what()));
+      raisePythonError(errorClass("PolicyError")(E.what()));
     } catch (const FileError &E) {
       nb::object Err = nb::handle(PyExc_OSError)(
           E.code().value(), E.code().message(), E.path());
-      setPythonError(Err);
+      raisePythonError(Err);
     }
   });
 

@@ -12,6 +12,8 @@
 #include "PolicyModelRunner.h"
 #include "TensorSpecConversion.h"
 
+#include "PythonErrors.h"
+
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -27,14 +29,6 @@ using namespace nb::literals;
 using namespace mlopt;
 
 namespace {
-
-nb::object errorClass(const char *Name) {
-  return nb::module_::import_("mlopt._errors").attr(Name);
-}
-
-void setPythonError(nb::object Instance) {
-  PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(Instance.ptr())), Instance.ptr());
-}
 
 /// A module as the engine keeps it: verified bitcode and a name for messages.
 struct EngineModule {
@@ -85,7 +79,7 @@ int64_t callPython(CallbackState &S, const int64_t *Features, size_t Count, int6
 nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int CodeGenLevel,
                         const std::string &TargetTriple, const std::string &RelocModel,
                         bool KeepObject, std::shared_ptr<PolicyModelPool> Pool,
-                        nb::object Callable, bool Shadow) {
+                        nb::object Callable) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -103,8 +97,8 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
     if (Pool) {
       // Acquired before LLVM runs: loading may throw, LLVM frames must not see it.
       Model = Pool->acquire();
-      Factory = [&Model, Shadow](llvm::LLVMContext &Ctx) -> std::unique_ptr<InlinePolicyRunner> {
-        return std::make_unique<PolicyModelRunner>(Ctx, Model, Shadow,
+      Factory = [&Model](llvm::LLVMContext &Ctx) -> std::unique_ptr<InlinePolicyRunner> {
+        return std::make_unique<PolicyModelRunner>(Ctx, Model, /*Shadow=*/false,
                                                    /*PerRunnerWarnings=*/true);
       };
     } else if (Callable.is_valid() && !Callable.is_none()) {
@@ -147,11 +141,11 @@ NB_MODULE(_engine, m) {
     try {
       std::rethrow_exception(P);
     } catch (const ModuleError &E) {
-      setPythonError(errorClass("ModuleError")(E.what()));
+      raisePythonError(errorClass("ModuleError")(E.what()));
     } catch (const CompileError &E) {
-      setPythonError(errorClass("CompileError")(E.what()));
+      raisePythonError(errorClass("CompileError")(E.what()));
     } catch (const PolicyError &E) {
-      setPythonError(errorClass("PolicyError")(E.what()));
+      raisePythonError(errorClass("PolicyError")(E.what()));
     }
   });
 
@@ -159,13 +153,12 @@ NB_MODULE(_engine, m) {
       .def("__init__",
            [](EngineModule *Self, nb::bytes Data, const std::string &Name) {
              std::string Bytes(Data.c_str(), Data.size());
-             std::string Bitcode, Triple;
+             LoadedModule Loaded;
              {
                nb::gil_scoped_release NoGil;
-               Bitcode = canonicalBitcode(Bytes, Name);
-               Triple = moduleTriple(Bitcode, Name);
+               Loaded = loadModule(Bytes, Name);
              }
-             new (Self) EngineModule{Name, std::move(Bitcode), std::move(Triple)};
+             new (Self) EngineModule{Name, std::move(Loaded.Bitcode), std::move(Loaded.Triple)};
            },
            "data"_a, "name"_a)
       .def_ro("name", &EngineModule::Name)
@@ -193,7 +186,7 @@ NB_MODULE(_engine, m) {
 
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a,
         "target_triple"_a, "reloc_model"_a, "keep_object"_a, "policy"_a.none(),
-        "callable"_a.none(), "shadow"_a = false);
+        "callable"_a.none());
 
   m.def(
       "function_properties",
