@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-import corpus  # noqa: E402
-
+# Benchmarks are scripts run from a checkout: the test corpus builder is theirs too.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import mlopt  # noqa: E402
-from mlopt.plugin import plugin_path  # noqa: E402
+from mlopt.compiler.plugin import plugin_path  # noqa: E402
+from tests.support import corpus  # noqa: E402
 
 
 def bench_corpus(work: Path, limit: int | None = None) -> list[Path]:

@@ -33,7 +33,7 @@ import numpy as np
 from _common import bench_corpus, random_policy
 
 import mlopt
-from mlopt.plugin import plugin_path
+from mlopt.compiler.plugin import plugin_path
 
 
 def elf_text_size(data: bytes) -> int:

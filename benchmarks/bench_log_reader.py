@@ -30,7 +30,8 @@ import time
 import numpy as np
 
 import mlopt
-from mlopt import TensorSpec, inliner
+from mlopt import TensorSpec
+from mlopt.problems import inlining as inliner
 
 FEATURES = [*inliner.FEATURES, inliner.DEFAULT_DECISION, inliner.DECISION]
 SPECS = [TensorSpec(n, "int64_t", [1]) for n in FEATURES]

@@ -30,7 +30,8 @@ import numpy as np
 from _common import bench_corpus, heuristic_traces, print_ratios, random_policy, time_configs
 
 import mlopt
-from mlopt.plugin import plugin_path
+from mlopt.compiler.plugin import plugin_path
+from mlopt.problems import inlining
 
 
 def main() -> int:
@@ -60,7 +61,7 @@ def main() -> int:
 
     # Policy evaluation cost in isolation: the same C++ runner, in process.
     loaded = mlopt.load_policy(model)
-    rows = np.concatenate([np.stack([t[f][:, 0] for f in mlopt.inliner.FEATURES], axis=1) for t in traces])
+    rows = np.concatenate([np.stack([t[f][:, 0] for f in inlining.FEATURES], axis=1) for t in traces])
     start = time.perf_counter()
     loaded.decide(rows)
     per_decision = (time.perf_counter() - start) / len(rows)

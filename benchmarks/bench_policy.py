@@ -27,8 +27,8 @@ import numpy as np
 from _common import bench_corpus, heuristic_traces, print_ratios, random_policy, time_configs
 
 import mlopt
-from mlopt.plugin import plugin_path
-from mlopt.policy import feature_matrix
+from mlopt.compiler.plugin import plugin_path
+from mlopt.problems.inlining import feature_matrix
 
 
 def per_row(fn, rows: np.ndarray, min_seconds: float = 1.0) -> float:

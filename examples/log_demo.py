@@ -21,7 +21,7 @@ from pathlib import Path
 
 import mlopt
 from mlopt.cli import main as mlopt_main
-from mlopt.interactive import Host
+from mlopt.compiler.interactive import Host
 
 
 def text_size(obj: Path) -> int:

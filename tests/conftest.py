@@ -1,12 +1,9 @@
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -47,14 +44,15 @@ def llvm_logger_oracle(llvm_tools, tmp_path_factory):
 @pytest.fixture(scope="session")
 def corpus_modules(llvm_tools, tmp_path_factory):
     """Pre-optimization bitcode of real C code (lz4 + brotli sdists, 35 modules)."""
-    from corpus import corpus
+    from tests.support.corpus import corpus
 
     return corpus(llvm_tools["clang"], tmp_path_factory.mktemp("corpus"))
 
 
 @pytest.fixture(scope="session")
 def plugin(llvm_tools):
-    from mlopt.plugin import PluginNotFoundError, plugin_path
+    from mlopt.compiler.plugin import plugin_path
+    from mlopt.errors import PluginNotFoundError
 
     try:
         return plugin_path()
@@ -62,3 +60,18 @@ def plugin(llvm_tools):
         if IN_CI:
             pytest.fail(str(e))
         pytest.skip(str(e))
+
+
+# Markers follow from what a test uses, so they cannot drift from the code:
+# the real LLVM tools or the engine -> llvm; the sdist corpus -> network.
+_LLVM_FIXTURES = {"llvm_tools", "plugin", "llvm_logger_oracle"}
+_NETWORK_FIXTURES = {"corpus_modules", "lz4_module"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & _LLVM_FIXTURES or used & _NETWORK_FIXTURES:
+            item.add_marker(pytest.mark.llvm)
+        if used & _NETWORK_FIXTURES:
+            item.add_marker(pytest.mark.network)

@@ -7,7 +7,7 @@ import pytest
 
 import mlopt
 from mlopt.cli import main
-from test_log_golden import GOLDEN
+from tests.support.golden import GOLDEN
 
 
 @pytest.fixture

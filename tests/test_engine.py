@@ -11,24 +11,10 @@ import numpy as np
 import pytest
 
 import mlopt
-from mlopt import inliner
-from mlopt.plugin import opt_flags
+from mlopt.problems import inlining as inliner
+from mlopt.compiler.plugin import opt_flags
 
-
-def opt(llvm_tools, module, out, *flags, pipeline="default<Oz>"):
-    subprocess.run([llvm_tools["opt"], *flags, f"-passes={pipeline}", str(module), "-o", str(out)],
-                   check=True, capture_output=True, text=True)
-
-
-def llc(llvm_tools, module, out, *flags):
-    subprocess.run([llvm_tools["llc"], "-filetype=obj", *flags, str(module), "-o", str(out)], check=True)
-
-
-def llvm_size_text(llvm_tools, obj) -> int:
-    """.text bytes as llvm-size -A lists them (an independent reader)."""
-    size = llvm_tools["llc"].replace("llc-19", "llvm-size-19")
-    out = subprocess.run([size, "-A", str(obj)], check=True, capture_output=True, text=True).stdout
-    return sum(int(m.group(1)) for m in re.finditer(r"^\.text\S*\s+(\d+)", out, re.M))
+from tests.support.llvm import llc, llvm_size_text, opt
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +103,7 @@ def test_compiled_policy_and_python_callable_equal_tflite(modules, tflite_policy
     assert len(calls) == sum(len(e.decisions) for e in expected)
     assert all(r.dtype == np.int64 and r.shape == (len(inliner.FEATURES),) for r in calls)
     # the callable saw exactly the logged rows
-    logged = np.concatenate([mlopt.policy.feature_matrix(p.log) for p in called])
+    logged = np.concatenate([inliner.feature_matrix(p.log) for p in called])
     assert np.array_equal(np.stack(calls), logged)
 
 
@@ -132,7 +118,7 @@ def test_threads_equal_sequential(modules, tflite_policy):
         par = mlopt.compile_many(some, policy=policy, keep_object=True, threads=2)
         for s, p in zip(seq, par):
             assert (s.object, s.log_bytes) == (p.object, p.log_bytes), s.module
-    assert loaded._engine_pool().loaded_instances == 2  # one per concurrent compile
+    assert loaded.loaded_instances == 2  # one per concurrent compile
 
 
 def test_gil_is_released_while_compiling(modules):
@@ -178,7 +164,7 @@ def test_corpus_element_takes_level_target_and_relocation(llvm_tools, corpus_mod
 
 
 def test_driver_command_lines():
-    parse = mlopt.engine.parse_command_line
+    parse = mlopt.corpus.parse_command_line
     assert parse(["clang", "-Oz", "-c", "x.c"]) == {"opt_level": "Oz", "target": None, "reloc_model": "pic"}
     assert parse(["clang", "-O2", "-fno-pic", "--target=aarch64-linux-gnu"]) == {
         "opt_level": "O2", "target": "aarch64-linux-gnu", "reloc_model": "static"}
@@ -282,7 +268,7 @@ def test_cli_compile(corpus_modules, heuristic_results, tflite_policy, tmp_path,
 def test_out_of_range_policy_warns_once_per_compile(modules, heuristic_results, tmp_path):
     """A model answering 7 is not a decision: the heuristic decides, and
     every compile reports one warning (not printed: returned)."""
-    from test_plugin_model import good_inputs, tiny_model
+    from tests.support.models import good_inputs, tiny_model
 
     model = tmp_path / "seven.tflite"
     model.write_bytes(tiny_model(good_inputs(), value=7))

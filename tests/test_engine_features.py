@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import mlopt
-from mlopt import inliner
+from mlopt.problems import inlining as inliner
 
 HEADER = """target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"

@@ -7,7 +7,7 @@ import pytest
 
 import mlopt
 from mlopt import LogFormatError, TensorSpec
-from test_log_golden import GOLDEN, HEADER
+from tests.support.golden import GOLDEN, HEADER
 
 # Layout of GOLDEN (llvm-mlgo.md 4.4): header 0..176, context line 177..192,
 # observation line 193..210, a 211..218, b 219..226, '\n' 227,

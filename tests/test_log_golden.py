@@ -5,19 +5,7 @@ import numpy as np
 import mlopt
 from mlopt import TensorSpec
 
-HEADER = (
-    b'{"features":[{"name":"a","type":"int64_t","port":0,"shape":[1]},'
-    b'{"name":"b","type":"float","port":0,"shape":[2]}],'
-    b'"score":{"name":"reward","type":"float","port":0,"shape":[1]}}\n'
-)
-BODY = bytes.fromhex(
-    "7b22636f6e74657874223a2266227d0a"
-    "7b226f62736572766174696f6e223a30"
-    "7d0a050000000000000000 00c03f0000".replace(" ", "")
-    + "00c00a7b226f7574636f6d65223a307d"
-    "0a0000803e0a"
-)
-GOLDEN = HEADER + BODY
+from tests.support.golden import BODY, GOLDEN, HEADER  # noqa: F401
 
 A = TensorSpec("a", "int64_t", [1])
 B = TensorSpec("b", "float", [2])
@@ -49,7 +37,7 @@ def test_writer_golden_via_file_and_bulk(tmp_path):
 
 
 def test_llvm_logger_writes_golden_bytes(llvm_logger_oracle, tmp_path):
-    from test_log_roundtrip import run_oracle
+    from tests.support.oracle import run_oracle
 
     script = [("context", b"f"), ("start",), ("tensor", 0, (5).to_bytes(8, "little")),
               ("tensor", 1, np.array([1.5, -2.0], np.float32).tobytes()), ("end",),

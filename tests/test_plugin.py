@@ -8,14 +8,11 @@ import numpy as np
 import pytest
 
 import mlopt
-from mlopt import inliner
-from mlopt.interactive import Host
-from mlopt.plugin import clang_flags, opt_flags
+from mlopt.problems import inlining as inliner
+from mlopt.compiler.interactive import Host
+from mlopt.compiler.plugin import clang_flags, opt_flags
 
-
-def opt(llvm_tools, module, out, *flags, check=True):
-    return subprocess.run([llvm_tools["opt"], *flags, "-passes=default<Oz>", str(module), "-o", str(out)],
-                          capture_output=True, text=True, check=check, timeout=600)
+from tests.support.llvm import opt
 
 
 def test_heuristic_through_plugin_equals_stock(llvm_tools, plugin, corpus_modules, tmp_path):
@@ -84,7 +81,7 @@ def test_deterministic(llvm_tools, plugin, corpus_modules, tmp_path):
 
 
 def test_clang_route(llvm_tools, plugin, tmp_path):
-    from corpus import c_sources, include_flags
+    from tests.support.corpus import c_sources, include_flags
 
     src = next(p for p in c_sources("lz4") if p.name == "lz4hc.c")
     inc = include_flags("lz4")

@@ -9,8 +9,8 @@ import time
 import numpy as np
 
 import mlopt
-from mlopt import inliner
-from mlopt.interactive import Host
+from mlopt.problems import inlining as inliner
+from mlopt.compiler.interactive import Host
 
 
 def policy(obs):

@@ -10,14 +10,12 @@ import numpy as np
 import pytest
 
 import mlopt
-from mlopt import inliner
-from mlopt.plugin import clang_flags, opt_flags
-from mlopt.tflite_writer import GraphBuilder
+from mlopt.problems import inlining as inliner
+from mlopt.compiler.plugin import clang_flags, opt_flags
+from mlopt.tflite import GraphBuilder
 
-
-def opt(llvm_tools, module, out, *flags, check=True, timeout=600):
-    return subprocess.run([llvm_tools["opt"], *flags, "-passes=default<Oz>", str(module), "-o", str(out)],
-                          capture_output=True, text=True, check=check, timeout=timeout)
+from tests.support.llvm import opt
+from tests.support.models import good_inputs, tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -156,26 +154,6 @@ def test_exported_directory_follows_model_under_training(random_policy):
 
 
 # -- wrong models: one-line errors naming the tensor ---------------------------------------------
-
-def tiny_model(inputs, value=0):
-    """A valid .tflite whose inputs are `inputs` [(tensor name, dtype, shape)];
-    the output inlining_decision is `value` (int64 [1]), computed from the first
-    input (LiteRT cannot bind an output folded to a constant)."""
-    g = GraphBuilder(signature_key="action")
-    first = None
-    for name, dtype, shape in inputs:
-        t = g.input(name.split(":")[0].removeprefix("action_"), name, dtype, shape)
-        first = t if first is None else first
-    zeroed = g.op("MUL", [first, g.const("zero", np.zeros([1], np.int64))], np.int64, [1],
-                  g.options("MulOptions"), name="zeroed")
-    g.output("inlining_decision", g.op("ADD", [zeroed, g.const("value", np.full([1], value, np.int64))],
-                                       np.int64, [1], g.options("AddOptions"), name="inlining_decision:0"))
-    return g.finish()
-
-
-def good_inputs():
-    return [(f"action_{f}:0", np.int64, [1]) for f in inliner.FEATURES]
-
 
 def wrong_models():
     missing = good_inputs()

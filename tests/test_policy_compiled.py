@@ -9,15 +9,12 @@ import numpy as np
 import pytest
 
 import mlopt
-from mlopt import inliner
-from mlopt.plugin import opt_flags
-from mlopt.policy import feature_matrix
-from mlopt.tflite_writer import GraphBuilder
+from mlopt.problems import inlining as inliner
+from mlopt.compiler.plugin import opt_flags
+from mlopt.problems.inlining import feature_matrix
+from mlopt.tflite import GraphBuilder
 
-
-def opt(llvm_tools, module, out, *flags, check=True, level="Oz"):
-    return subprocess.run([llvm_tools["opt"], *flags, f"-passes=default<{level}>", str(module), "-o", str(out)],
-                          capture_output=True, text=True, check=check, timeout=600)
+from tests.support.llvm import opt
 
 
 @pytest.fixture(scope="module")

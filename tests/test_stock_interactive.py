@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import mlopt
-import reference_reader
-from corpus import bitcode, c_sources
-from mlopt import inliner
-from mlopt.interactive import Host
+from tests.support import reference_reader
+from tests.support.corpus import bitcode, c_sources
+from mlopt.problems import inlining as inliner
+from mlopt.compiler.interactive import Host
 
 INLINER_FEATURES = list(inliner.FEATURES)
 

@@ -13,25 +13,29 @@
 
 namespace mlopt {
 
-int PolicyModel::decision() const {
+std::optional<int64_t> PolicyModel::decisionIndex() const {
   switch (DecisionSpec.type()) {
   case TensorType::Int64: {
     int64_t V;
     std::memcpy(&V, DecisionData, sizeof V);
-    return V == 0 || V == 1 ? int(V) : -1;
+    return V;
   }
   case TensorType::Int32: {
     int32_t V;
     std::memcpy(&V, DecisionData, sizeof V);
-    return V == 0 || V == 1 ? int(V) : -1;
+    return V;
   }
   case TensorType::Float: {
     float V;
     std::memcpy(&V, DecisionData, sizeof V);
-    return V == 0.0f ? 0 : V == 1.0f ? 1 : -1;
+    // Integral and within int64's range (2^63 is exactly representable).
+    if (std::isfinite(V) && V == std::trunc(V) && V >= -9223372036854775808.0f &&
+        V < 9223372036854775808.0f)
+      return int64_t(V);
+    return std::nullopt;
   }
   default:
-    return -1;
+    return std::nullopt;
   }
 }
 

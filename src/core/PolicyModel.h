@@ -1,10 +1,11 @@
 //===- PolicyModel.h - A trained policy bound to the compiler's features -*- C++ -*-===//
 //
 // Contract: a PolicyModel is a loaded policy whose inputs have been bound, by
-// name, to a list of feature TensorSpecs (for the inliner, LLVM's 38 int64 [1]
-// features) and whose outputs have been resolved into the decision and the
-// extra outputs to log. The caller writes feature I's bytes to
-// featureBuffer(I), calls evaluate(), then reads decision() and the extras.
+// name, to a list of feature TensorSpecs (any problem's: LLVM's 38 int64 [1]
+// inliner features, regalloc's [1,33] tensors, ...) and whose outputs have
+// been resolved into the decision and the extra outputs to log. The caller
+// writes feature I's bytes to featureBuffer(I), calls evaluate(), then reads
+// decisionIndex() (or the raw decision bytes) and the extras.
 // All validation happens in load(): a missing, unknown, mistyped or
 // misshaped tensor throws PolicyError naming the model path and the tensor,
 // so a compiler reports it before its first decision.
@@ -22,9 +23,11 @@
 // accepted too. Model inputs LLVM declares for training only (discount,
 // reward, step_type) are allowed and zero-filled.
 //
-// Decisions: an integer output of 0 or 1, or a float output of exactly 0.0
-// or 1.0. Any other value is not a decision: decision() returns -1 and the
-// caller applies its fallback (the plugin uses the heuristic and warns once).
+// Decisions: one element of int64_t, int32_t or float. decisionIndex() is
+// the value as an index when it is integral (an integer output, or a float
+// holding an integral value); which indices are valid is the caller's rule
+// (the inliner's runner accepts 0 and 1 and falls back to the heuristic,
+// warning once, for anything else). This core applies no problem's rule.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_CORE_POLICYMODEL_H
@@ -33,6 +36,7 @@
 #include "TensorSpec.h"
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -59,8 +63,13 @@ public:
 
   /// Runs the policy on the current feature buffers.
   virtual void evaluate() = 0;
-  /// 0 or 1 after evaluate(); -1 when the output is not a decision.
-  int decision() const;
+  /// The decision output: its spec (named by PolicyLoadOptions::DecisionName)
+  /// and its bytes after evaluate().
+  const TensorSpec &decisionSpec() const { return DecisionSpec; }
+  const void *decisionData() const { return DecisionData; }
+  /// The decision as an integral index after evaluate(); nullopt when it is
+  /// not integral (a float like 0.5, NaN, or out of int64's range).
+  std::optional<int64_t> decisionIndex() const;
   /// The decision output's raw value, for messages ("7", "0.5").
   std::string rawDecision() const;
 

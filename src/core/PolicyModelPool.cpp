@@ -15,6 +15,7 @@ PolicyModelPool::load(std::string Path, std::vector<TensorSpec> Features,
   std::unique_ptr<PolicyModel> First =
       loadPolicyModel(Pool->Path, Pool->Features, Pool->Options);
   Pool->Kind = First->kind();
+  Pool->Decision = First->decisionSpec();
   Pool->Extras = First->extraOutputs();
   Pool->Idle.push_back(std::move(First));
   Pool->Loaded = 1;

@@ -6,6 +6,8 @@
 // again whenever more compiles run at the same time than it has idle
 // instances. acquire() lends an instance until the returned pointer is
 // released; it is thread-safe. Instances are never unloaded before the pool.
+// One pool serves everything that runs a policy in a process: batch
+// evaluation from Python and in-process compiles alike.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_CORE_POLICYMODELPOOL_H
@@ -30,6 +32,8 @@ public:
 
   const std::string &path() const { return Path; }
   const std::string &kind() const { return Kind; }
+  const std::vector<TensorSpec> &features() const { return Features; }
+  const TensorSpec &decisionSpec() const { return Decision; }
   const std::vector<TensorSpec> &extraOutputs() const { return Extras; }
   size_t loadedInstances() const;
 
@@ -40,6 +44,7 @@ private:
   std::vector<TensorSpec> Features;
   PolicyLoadOptions Options;
   std::string Kind;
+  TensorSpec Decision{"", TensorType::Int64, {1}};
   std::vector<TensorSpec> Extras;
   mutable std::mutex Lock;
   std::vector<std::unique_ptr<PolicyModel>> Idle;

@@ -93,6 +93,19 @@ void TrainingLogParser::finish(const char *Data, size_t Size) {
 
 size_t TrainingLogParser::parseHeader(const char *P, size_t Avail,
                                       LogRecordSink &Sink) {
+  // A log starts with its JSON header object: anything else is not a log
+  // at all (a C file, an object file), said at once, without waiting for a
+  // newline that may never come.
+  if (Avail > 0 && P[0] != '{' && P[0] != ' ' && P[0] != '\t' && P[0] != '\r') {
+    unsigned char C = static_cast<unsigned char>(P[0]);
+    char Shown[8];
+    if (C >= 0x20 && C < 0x7f)
+      snprintf(Shown, sizeof Shown, "'%c'", C);
+    else
+      snprintf(Shown, sizeof Shown, "0x%02x", C);
+    fail(0, std::string("not an MLGO training log: bad header: expected a JSON object with a "
+                        "'features' list, the input starts with ") + Shown);
+  }
   const char *NL =
       static_cast<const char *>(memchr(P, '\n', std::min(Avail, MaxLineBytes)));
   if (!NL) {

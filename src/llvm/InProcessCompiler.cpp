@@ -1,5 +1,5 @@
 #include "InProcessCompiler.h"
-#include "HeuristicInlineDecision.h"
+#include "InlineAdvisorFactory.h"
 #include "MLoptInlineAdvisor.h"
 #include "ObjectTextSize.h"
 #include "ToolSetup.h"
@@ -36,22 +36,18 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
   AdvisorState *S = Current;
   if (!S)
     return new DefaultInlineAdvisor(M, FAM, Params, IC);
-  std::unique_ptr<InlinePolicyRunner> Runner = (*S->MakeRunner)(M.getContext());
-  if (!Runner)
-    Runner = std::make_unique<HeuristicRunner>(M.getContext());
   // One log per compile; a pipeline's inliner sessions append to it, as
   // they do to the plugin's log in one opt process.
-  if (!S->Log) {
-    auto Sink = std::make_unique<StringSink>();
-    S->LogSink = Sink.get();
-    S->Log = std::make_unique<TrainingLogWriter>(std::move(Sink),
-                                                 trainingLogFeatures(*Runner));
-    S->Log->switchContext("");
-  }
-  auto Default = [&FAM, Params](CallBase &CB) {
-    return heuristicInlineDecision(CB, FAM, Params);
+  auto LogFor = [S](LLVMContext &, const InlinePolicyRunner &Runner) {
+    if (!S->Log) {
+      auto Sink = std::make_unique<StringSink>();
+      S->LogSink = Sink.get();
+      S->Log = std::make_unique<TrainingLogWriter>(std::move(Sink), trainingLogFeatures(Runner));
+      S->Log->switchContext("");
+    }
+    return S->Log.get();
   };
-  return new MLoptInlineAdvisor(M, *S->MAM, std::move(Runner), Default, S->Log.get());
+  return makeInlineAdvisor(M, FAM, *S->MAM, Params, (*S->MakeRunner)(M.getContext()), LogFor);
 }
 
 struct CurrentScope {

@@ -21,6 +21,7 @@
 #ifndef MLOPT_LLVM_INPROCESSCOMPILER_H
 #define MLOPT_LLVM_INPROCESSCOMPILER_H
 
+#include "Errors.h"
 #include "InlinePolicyRunner.h"
 
 #include <cstdint>
@@ -37,15 +38,6 @@ class LLVMContext;
 
 namespace mlopt {
 
-class ModuleError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
-class CompileError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
 
 /// Makes the inliner's runner for one advisor of one compile.
 using RunnerFactory =

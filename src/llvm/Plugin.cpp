@@ -7,7 +7,7 @@
 // Without any -mlopt-inline-* option the plugin registers nothing and the
 // compiler behaves exactly as stock.
 
-#include "HeuristicInlineDecision.h"
+#include "InlineAdvisorFactory.h"
 #include "InteractiveRunner.h"
 #include "MLoptInlineAdvisor.h"
 #include "PluginDiagnostic.h"
@@ -140,14 +140,7 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
     Runner = std::make_unique<mlopt::InteractiveRunner>(
         M.getContext(), InteractiveBase, InteractiveTimeout,
         InteractiveIncludeDefault);
-  if (!Runner)
-    Runner = std::make_unique<mlopt::HeuristicRunner>(M.getContext());
-  mlopt::TrainingLogWriter *Log = trainingLog(M.getContext(), *Runner);
-  auto Default = [&FAM, Params](CallBase &CB) {
-    return mlopt::heuristicInlineDecision(CB, FAM, Params);
-  };
-  return new mlopt::MLoptInlineAdvisor(M, *TheMAM, std::move(Runner), Default,
-                                       Log);
+  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, std::move(Runner), trainingLog);
 }
 
 bool pluginActive() {
@@ -169,5 +162,5 @@ void registerCallbacks(PassBuilder &PB) {
 extern "C" LLVM_ATTRIBUTE_WEAK __attribute__((visibility("default")))
 ::llvm::PassPluginLibraryInfo
 llvmGetPassPluginInfo() {
-  return {LLVM_PLUGIN_API_VERSION, "mlopt", "0.1.0", registerCallbacks};
+  return {LLVM_PLUGIN_API_VERSION, "mlopt", MLOPT_VERSION, registerCallbacks};
 }

@@ -32,16 +32,17 @@ void *PolicyModelRunner::evaluateUntyped() {
     Decision = DefaultDecision;
     return &Decision;
   }
-  int D = Model->decision();
+  // The inliner's rule: 0 or 1 is a decision, anything else is not.
+  std::optional<int64_t> D = Model->decisionIndex();
   if (Shadow) {
     Decision = DefaultDecision;
-  } else if (D < 0) {
+  } else if (!D || (*D != 0 && *D != 1)) {
     warnOnce("mlopt: model '" + Model->path() + "' answered " + Model->rawDecision() +
              " for inlining_decision (expected 0 or 1); using the default "
              "heuristic's decision for such call sites");
     Decision = DefaultDecision;
   } else {
-    Decision = D;
+    Decision = *D;
   }
   return &Decision;
 }

@@ -4,9 +4,10 @@
 // (.tflite file, ModelUnderTraining directory or compiled .so) already
 // bound to LLVM's 38 features. The feature buffers LLVM fills ARE the
 // model's input buffers (no copy). The model's extra outputs are reported
-// for the training log. A model answer that is not a decision (not 0/1),
-// or a failing evaluation, makes the runner warn once per process and use
-// the stock heuristic's decision for that call site. "Once" is per process
+// for the training log. The inliner's decision rule lives here, not in the
+// problem-neutral PolicyModel: an answer other than 0 or 1, or a failing
+// evaluation, makes the runner warn once and use the stock heuristic's
+// decision for that call site. "Once" is per process
 // (a compiler) or, with PerRunnerWarnings, per runner (one in-process compile).
 //
 //===----------------------------------------------------------------------===//

@@ -4,17 +4,18 @@
 // boundary as bytes or numpy arrays that own malloc'ed memory.
 
 #include "ByteSink.h"
-#include "PolicyModel.h"
+#include "PolicyModelPool.h"
 #include "TensorSpec.h"
 #include "TrainingLogParser.h"
 #include "TrainingLogReader.h"
 #include "TrainingLogWriter.h"
 
-#include "PythonErrors.h"
+#include "ErrorTranslator.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
@@ -64,7 +65,7 @@ TensorType typeFromObject(nb::handle T) {
   try {
     Dtype = nb::module_::import_("numpy").attr("dtype")(T);
   } catch (nb::python_error &) {
-    throw nb::value_error(
+    throw SpecError(
         ("unknown tensor type " + nb::cast<std::string>(nb::repr(T)) +
          " (expected float, double, int8_t, uint8_t, int16_t, uint16_t, "
          "int32_t, uint32_t, int64_t, uint64_t or a numpy dtype)")
@@ -79,7 +80,7 @@ TensorType typeFromObject(nb::handle T) {
     return TensorType::Int64;
   if (Char == "L")
     return TensorType::UInt64;
-  throw nb::value_error(("numpy dtype " + nb::cast<std::string>(nb::str(Dtype)) +
+  throw SpecError(("numpy dtype " + nb::cast<std::string>(nb::str(Dtype)) +
                          " has no MLGO tensor type")
                             .c_str());
 }
@@ -248,26 +249,16 @@ std::vector<TensorSpec> specList(nb::handle Seq) {
   return Specs;
 }
 
+/// One feature's bytes for a batch of rows: uint8 [rows, bytes per row].
+using RowBytes = nb::ndarray<const uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
 } // namespace
 
 NB_MODULE(_core, m) {
   m.doc() = "mlopt's LLVM-free core: tensor specs and MLGO training logs";
 
-  nb::register_exception_translator([](const std::exception_ptr &P, void *) {
-    try {
-      std::rethrow_exception(P);
-    } catch (const LogFormatError &E) {
-      raisePythonError(errorClass("LogFormatError")(E.reason(), E.offset()));
-    } catch (const LogUsageError &E) {
-      raisePythonError(errorClass("LogUsageError")(E.what()));
-    } catch (const PolicyError &E) {
-      raisePythonError(errorClass("PolicyError")(E.what()));
-    } catch (const FileError &E) {
-      nb::object Err = nb::handle(PyExc_OSError)(
-          E.code().value(), E.code().message(), E.path());
-      raisePythonError(Err);
-    }
-  });
+  registerErrorTranslator();
+  m.attr("__version__") = MLOPT_VERSION;
 
   nb::class_<TensorSpec>(m, "TensorSpec",
                          "Name, port, element type and shape of one tensor, "
@@ -310,9 +301,8 @@ NB_MODULE(_core, m) {
             try {
               V = json::parse(Text);
             } catch (const json::JsonError &E) {
-              throw nb::value_error(("bad tensor spec JSON at byte " +
-                                     std::to_string(E.offset()) + ": " + E.what())
-                                        .c_str());
+              throw SpecError("bad tensor spec JSON at byte " + std::to_string(E.offset()) +
+                              ": " + E.what());
             }
             return TensorSpec::fromJSON(V);
           },
@@ -490,8 +480,10 @@ NB_MODULE(_core, m) {
         return L;
       });
 
-  nb::class_<PolicyModel>(m, "PolicyModel",
-                          "A trained policy bound to feature specs (see PolicyModel.h).")
+  nb::class_<PolicyModelPool>(
+      m, "PolicyPool",
+      "A policy loaded for a problem's features, one instance per concurrent user "
+      "(see PolicyModelPool.h); serves batch evaluation and in-process compiles.")
       .def_static(
           "load",
           [](const std::string &Path, const std::vector<TensorSpec> &Features,
@@ -501,52 +493,65 @@ NB_MODULE(_core, m) {
             Opts.FeedPrefix = FeedPrefix;
             Opts.DecisionName = DecisionName;
             Opts.LiteRtLibrary = Library;
-            return loadPolicyModel(Path, Features, Opts);
+            nb::gil_scoped_release NoGil;
+            return PolicyModelPool::load(Path, Features, Opts);
           },
-          "path"_a, "features"_a, "feed_prefix"_a = "action_",
-          "decision_name"_a = "inlining_decision", "litert_library"_a = "")
-      .def_prop_ro("path", &PolicyModel::path)
-      .def_prop_ro("kind", &PolicyModel::kind)
-      .def_prop_ro("features", &PolicyModel::features)
-      .def_prop_ro("extra_outputs", &PolicyModel::extraOutputs)
+          "path"_a, "features"_a, "feed_prefix"_a, "decision_name"_a, "litert_library"_a = "")
+      .def_prop_ro("path", &PolicyModelPool::path)
+      .def_prop_ro("kind", &PolicyModelPool::kind)
+      .def_prop_ro("features", &PolicyModelPool::features)
+      .def_prop_ro("decision", &PolicyModelPool::decisionSpec)
+      .def_prop_ro("extra_outputs", &PolicyModelPool::extraOutputs)
+      .def_prop_ro("loaded_instances", &PolicyModelPool::loadedInstances)
       .def(
           "evaluate_batch",
-          [](PolicyModel &M, nb::ndarray<const int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> X) {
-            const size_t N = X.shape(0), F = M.features().size();
-            if (X.shape(1) != F)
-              throw nb::value_error(("expected a [n, " + std::to_string(F) + "] int64 array").c_str());
-            for (const TensorSpec &S : M.features())
-              if (S.type() != TensorType::Int64 || S.elementCount() != 1)
-                throw nb::value_error("evaluate_batch needs scalar int64 features");
-            auto *Decisions = new int64_t[N];
-            nb::capsule DOwner(Decisions, [](void *P) noexcept { delete[] static_cast<int64_t *>(P); });
+          [](PolicyModelPool &Pool, size_t N, const std::vector<RowBytes> &Columns) {
+            const std::vector<TensorSpec> &Features = Pool.features();
+            if (Columns.size() != Features.size())
+              throw nb::value_error(("expected " + std::to_string(Features.size()) +
+                                     " feature columns, got " + std::to_string(Columns.size()))
+                                        .c_str());
+            for (size_t I = 0; I < Columns.size(); ++I)
+              if (Columns[I].shape(0) != N || Columns[I].shape(1) != Features[I].byteSize())
+                throw nb::value_error(("feature '" + Features[I].name() + "': expected [" +
+                                       std::to_string(N) + ", " +
+                                       std::to_string(Features[I].byteSize()) + "] bytes")
+                                          .c_str());
+            const TensorSpec &Decision = Pool.decisionSpec();
+            size_t DecisionBytes = Decision.byteSize();
             size_t ExtraBytes = 0;
-            for (const TensorSpec &S : M.extraOutputs())
+            for (const TensorSpec &S : Pool.extraOutputs())
               ExtraBytes += S.byteSize();
+            auto *Decisions = new uint8_t[N * DecisionBytes + 1];
+            nb::capsule DOwner(Decisions, [](void *P) noexcept { delete[] static_cast<uint8_t *>(P); });
             auto *Extras = new uint8_t[N * ExtraBytes + 1];
             nb::capsule EOwner(Extras, [](void *P) noexcept { delete[] static_cast<uint8_t *>(P); });
-            const int64_t *Data = X.data();
             {
               nb::gil_scoped_release Release;
+              std::shared_ptr<PolicyModel> M = Pool.acquire();
               for (size_t R = 0; R < N; ++R) {
-                for (size_t I = 0; I < F; ++I)
-                  std::memcpy(M.featureBuffer(I), Data + R * F + I, sizeof(int64_t));
-                M.evaluate();
-                int D = M.decision();
-                Decisions[R] = D;
+                for (size_t I = 0; I < Columns.size(); ++I) {
+                  size_t B = Features[I].byteSize();
+                  std::memcpy(M->featureBuffer(I), Columns[I].data() + R * B, B);
+                }
+                M->evaluate();
+                std::memcpy(Decisions + R * DecisionBytes, M->decisionData(), DecisionBytes);
                 uint8_t *At = Extras + R * ExtraBytes;
-                for (size_t E = 0; E < M.extraOutputs().size(); ++E) {
-                  size_t B = M.extraOutputs()[E].byteSize();
-                  std::memcpy(At, M.extraOutputData(E), B);
+                for (size_t E = 0; E < M->extraOutputs().size(); ++E) {
+                  size_t B = M->extraOutputs()[E].byteSize();
+                  std::memcpy(At, M->extraOutputData(E), B);
                   At += B;
                 }
               }
             }
-            nb::ndarray<nb::numpy, int64_t, nb::ndim<1>> DArr(Decisions, {N}, DOwner);
+            nb::object Raw = nb::cast(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(
+                Decisions, {N * DecisionBytes}, DOwner));
+            nb::object Typed = Raw.attr("view")(std::string(1, tensorTypeNumpyChar(Decision.type())));
             nb::ndarray<nb::numpy, uint8_t, nb::ndim<2>> EArr(Extras, {N, ExtraBytes}, EOwner);
-            return nb::make_tuple(DArr, EArr);
+            return nb::make_tuple(Typed, EArr);
           },
-          "features"_a,
-          "Evaluates every row of an [n, features] int64 array; returns (decisions "
-          "int64 [n] with -1 where the output was not 0/1, extra output bytes [n, bytes]).");
+          "rows"_a, "columns"_a,
+          "Evaluates `rows` rows; `columns` holds each feature's bytes as a C-contiguous "
+          "uint8 array [rows, byte size]. Returns (the decision output [rows] in its own "
+          "dtype, the extra outputs' bytes [rows, total bytes]).");
 }

@@ -1,8 +1,9 @@
 // mlopt._engine: the in-process compiler (libLLVM-19) for Python. It runs
 // the plugin's advisor and runners on a module held as bitcode, then LLVM's
-// code generation, in memory; python/mlopt/engine.py is the public API.
+// code generation, in memory; python/mlopt/compiler/ is the public API.
 // Every LLVM call runs with the GIL released; a Python policy callable is
-// called with the GIL re-acquired.
+// called with the GIL re-acquired. Policies arrive as mlopt._core.PolicyPool
+// objects (the type is bound once, in _core, and shared through nanobind).
 
 #include "CallSiteCosts.h"
 #include "CallbackRunner.h"
@@ -12,7 +13,7 @@
 #include "PolicyModelRunner.h"
 #include "TensorSpecConversion.h"
 
-#include "PythonErrors.h"
+#include "ErrorTranslator.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -92,6 +93,10 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   std::shared_ptr<PolicyModel> Model;
   RunnerFactory Factory;
   CompileOutput Out;
+  if (Pool && Pool->features() != inlinerFeatureSpecs())
+    throw PolicyError(Pool->path() + ": the policy is bound to other features than LLVM's " +
+                      std::to_string(inlinerFeatureSpecs().size()) +
+                      " inliner features; it cannot decide inlining");
   {
     nb::gil_scoped_release NoGil;
     if (Pool) {
@@ -135,19 +140,10 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
 } // namespace
 
 NB_MODULE(_engine, m) {
-  m.doc() = "mlopt's in-process compiler over libLLVM-19 (see mlopt.engine)";
+  m.doc() = "mlopt's in-process compiler over libLLVM-19 (see mlopt.compiler)";
 
-  nb::register_exception_translator([](const std::exception_ptr &P, void *) {
-    try {
-      std::rethrow_exception(P);
-    } catch (const ModuleError &E) {
-      raisePythonError(errorClass("ModuleError")(E.what()));
-    } catch (const CompileError &E) {
-      raisePythonError(errorClass("CompileError")(E.what()));
-    } catch (const PolicyError &E) {
-      raisePythonError(errorClass("PolicyError")(E.what()));
-    }
-  });
+  nb::module_::import_("mlopt._core"); // registers PolicyPool, TensorSpec
+  registerErrorTranslator();
 
   nb::class_<EngineModule>(m, "Module", "Verified bitcode of one module.")
       .def("__init__",
@@ -165,24 +161,6 @@ NB_MODULE(_engine, m) {
       .def_ro("triple", &EngineModule::Triple)
       .def_prop_ro("bitcode", [](const EngineModule &M) { return asBytes(M.Bitcode); })
       .def_prop_ro("size", [](const EngineModule &M) { return M.Bitcode.size(); });
-
-  nb::class_<PolicyModelPool>(m, "Policy",
-                              "A loaded policy, instantiated once per concurrent compile.")
-      .def_static(
-          "load",
-          [](const std::string &Path, const std::string &FeedPrefix,
-             const std::string &DecisionName, const std::string &LiteRt) {
-            PolicyLoadOptions Opts;
-            Opts.FeedPrefix = FeedPrefix;
-            Opts.DecisionName = DecisionName;
-            Opts.LiteRtLibrary = LiteRt;
-            nb::gil_scoped_release NoGil;
-            return PolicyModelPool::load(Path, inlinerFeatureSpecs(), Opts);
-          },
-          "path"_a, "feed_prefix"_a, "decision_name"_a, "litert_library"_a)
-      .def_prop_ro("path", &PolicyModelPool::path)
-      .def_prop_ro("kind", &PolicyModelPool::kind)
-      .def_prop_ro("loaded_instances", &PolicyModelPool::loadedInstances);
 
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a,
         "target_triple"_a, "reloc_model"_a, "keep_object"_a, "policy"_a.none(),

@@ -13,13 +13,8 @@ import os
 import shlex
 from pathlib import Path
 
-from . import _core
-
-PLUGIN_NAME = "MLOptPlugin.so"
-
-
-class PluginNotFoundError(FileNotFoundError):
-    """mlopt was built without LLVM 19, so it has no pass plugin."""
+from .. import _native
+from ..errors import PluginNotFoundError
 
 
 def plugin_path() -> Path:
@@ -30,12 +25,11 @@ def plugin_path() -> Path:
         if not path.is_file():
             raise PluginNotFoundError(f"MLOPT_PLUGIN={override}: no such file")
         return path
-    path = Path(_core.__file__).resolve().parent / "lib" / PLUGIN_NAME
-    if not path.is_file():
+    path = _native.plugin_library()
+    if path is None:
         raise PluginNotFoundError(
-            f"{path} is missing: mlopt was built without LLVM 19 "
-            "(install llvm-19-dev, then reinstall mlopt)"
-        )
+            f"{_native.native_dir() / 'lib' / _native.PLUGIN_NAME} is missing: mlopt was built without "
+            f"LLVM 19 ({_native.rebuild_hint()})")
     return path
 
 

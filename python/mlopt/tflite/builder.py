@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .schema import schema
+
 _DTYPES = {
     np.dtype(np.float32): "FLOAT32",
     np.dtype(np.int32): "INT32",
@@ -25,15 +27,6 @@ _DTYPES = {
     np.dtype(np.int8): "INT8",
     np.dtype(np.float64): "FLOAT64",
 }
-
-
-def schema():
-    """The flatbuffer object API for TFLite models (from ai-edge-litert)."""
-    try:
-        from ai_edge_litert import schema_py_generated
-    except ImportError as exc:  # pragma: no cover - dependency of the package
-        raise ImportError("mlopt: writing .tflite needs ai-edge-litert (pip install ai-edge-litert)") from exc
-    return schema_py_generated
 
 
 class GraphBuilder:

@@ -30,14 +30,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import _core
-from .log import Observation, StreamSchema
+from ..errors import InteractiveError
+from ..log import Observation, StreamDecoder, StreamHeader
 
 Policy = Callable[[Observation], object]
-
-
-class InteractiveError(RuntimeError):
-    """The interactive session failed (the message says how)."""
 
 
 @dataclass
@@ -114,7 +110,7 @@ class Host:
         drains = [_drain(proc.stdout, out_chunks), _drain(proc.stderr, err_chunks)]
         result = InteractiveResult(None, b"", "")
         deadline = time.monotonic() + self.timeout
-        parser, schema, raw = _core.LogParser(), None, []
+        decoder, raw = StreamDecoder(), []
         try:
             while True:
                 remaining = deadline - time.monotonic()
@@ -131,11 +127,11 @@ class Host:
                 if not data:
                     # The session closed its end: finish it, and listen for another
                     # (a new fd first, so a reopening compiler always finds a reader).
-                    if parser.has_header:
-                        parser.finish()
+                    if decoder.has_header:
+                        decoder.finish()
                         result.sessions += 1
                         result.streams.append(b"".join(raw))
-                    parser, schema, raw = _core.LogParser(), None, []
+                    decoder, raw = StreamDecoder(), []
                     fresh = os.open(base + ".out", os.O_RDONLY | os.O_NONBLOCK)
                     os.close(from_compiler)
                     from_compiler = fresh
@@ -144,16 +140,13 @@ class Host:
                     continue
                 if self.capture:
                     raw.append(data)
-                for event in parser.feed(data):
-                    if event[0] == "header":
-                        schema = StreamSchema.of(parser)
-                        if schema.advice is None:
+                for event in decoder.feed(data):
+                    if isinstance(event, StreamHeader):
+                        if event.schema.advice is None:
                             raise InteractiveError("the compiler's stream has no advice spec")
-                    elif event[0] == "observation":
-                        _, ctx, oid, payload, score = event
-                        obs = Observation(schema, parser.contexts[ctx], oid, payload, score)
-                        advice = self.policy(obs)
-                        os.write(to_compiler, _encode_advice(schema.advice, advice))
+                    elif isinstance(event, Observation):
+                        advice = self.policy(event)
+                        os.write(to_compiler, _encode_advice(event.schema.advice, advice))
                         result.decisions.append(advice)
         except BaseException:
             proc.kill()
@@ -169,7 +162,7 @@ class Host:
                 t.join(timeout=5)
             os.close(from_compiler)
             os.close(to_compiler)
-        if parser.has_header:  # a session cut off by the compiler's exit
+        if decoder.has_header:  # a session cut off by the compiler's exit
             result.sessions += 1
             result.streams.append(b"".join(raw))
         result.stdout = b"".join(out_chunks)

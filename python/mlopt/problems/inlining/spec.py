@@ -1,13 +1,13 @@
-"""LLVM 19's ML inliner tensors: the 38 features and the decision names.
-
-Order is the tensor index (InlineModelFeatureMaps.h in LLVM 19): the 25 cost
-features of getInliningCostFeatures first, then call-site and module features.
-All are int64 with shape [1].
-"""
+"""The inlining problem's tensors: LLVM 19's 38 inliner features and its
+decision, as the ML inline advisor defines them."""
 
 from __future__ import annotations
 
-from ._core import TensorSpec
+import numpy as np
+
+from ...log import TensorSpec
+from ...policy.batching import feature_matrix as _feature_matrix
+from ..base import Problem
 
 FEATURES: tuple[str, ...] = (
     "sroa_savings", "sroa_losses", "load_elimination", "call_penalty", "call_argument_setup",
@@ -25,6 +25,7 @@ FEATURES: tuple[str, ...] = (
 DECISION = "inlining_decision"
 DEFAULT_DECISION = "inlining_default"
 REWARD = "delta_size"
+LOGITS = "inlining_logits"
 
 
 def feature_specs() -> list[TensorSpec]:
@@ -42,3 +43,19 @@ def default_decision_spec() -> TensorSpec:
 
 def reward_spec() -> TensorSpec:
     return TensorSpec(REWARD, "int64_t", [1])
+
+
+PROBLEM = Problem(
+    name="inlining",
+    features=tuple(feature_specs()),
+    decision=decision_spec(),
+    num_actions=2,
+    default_decision=default_decision_spec(),
+    reward=reward_spec(),
+    description="inlining for size (LLVM's MLInlineAdvisor, 38 features, decision 0/1)",
+)
+
+
+def feature_matrix(batch) -> np.ndarray:
+    """[n, 38] int64 from a Log/LogView, a dict of columns, or an [n, 38] array."""
+    return _feature_matrix(batch, PROBLEM.features)

@@ -23,35 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ModelFormatError, OutputExistsError, PolicyCompileError
+from ..tflite.reader import TYPES, TfliteModel
+
 ABI_VERSION = 1
-
-
-class PolicyCompileError(ValueError):
-    """The model cannot be compiled (unreadable, unsupported operator, ...)."""
-
-
-# TFLite TensorType -> (C++ type, numpy dtype, LLVM TensorSpec type name)
-_TYPES = {
-    0: ("float", np.float32, "float"),
-    2: ("int32_t", np.int32, "int32_t"),
-    3: ("uint8_t", np.uint8, "uint8_t"),
-    4: ("int64_t", np.int64, "int64_t"),
-    6: ("bool", np.bool_, "bool"),
-    7: ("int16_t", np.int16, "int16_t"),
-    9: ("int8_t", np.int8, "int8_t"),
-    10: ("double", np.float64, "double"),
-}
 
 _ACTIVATIONS = {0: None, 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
 
 SUPPORTED = ("ADD", "ARG_MAX", "BUCKETIZE", "CAST", "CONCATENATION", "EXPAND_DIMS", "FULLY_CONNECTED",
              "LOGISTIC", "MUL", "RELU", "RESHAPE", "SQUEEZE", "SUB", "TANH")
-
-
-def _schema():
-    from .tflite_writer import schema
-
-    return schema()
 
 
 def _literal(value, ctype: str) -> str:
@@ -71,78 +51,6 @@ def _literal(value, ctype: str) -> str:
         v = int(value)
         return f"INT64_C({v})" if v != -(2**63) else "INT64_MIN"
     return str(int(value))
-
-
-class _Graph:
-    def __init__(self, path: Path):
-        self.path = path
-        s = _schema()
-        self.s = s
-        model_file = path / "model.tflite" if path.is_dir() else path
-        self.output_spec = None
-        if path.is_dir():
-            spec_file = path / "output_spec.json"
-            try:
-                self.output_spec = json.loads(spec_file.read_text())
-            except FileNotFoundError:
-                raise PolicyCompileError(f"{spec_file}: missing (a model directory needs output_spec.json)") from None
-            except json.JSONDecodeError as e:
-                raise PolicyCompileError(f"{spec_file}: not JSON: {e}") from None
-        try:
-            buf = model_file.read_bytes()
-        except FileNotFoundError:
-            raise PolicyCompileError(f"{model_file}: no such model file") from None
-        if len(buf) < 8 or buf[4:8] != b"TFL3":
-            raise PolicyCompileError(f"{model_file}: not a .tflite model (no TFL3 identifier)")
-        try:
-            self.model = s.ModelT.InitFromObj(s.Model.GetRootAs(buf, 0))
-            sub = self.model.subgraphs[0]
-            self.tensors = sub.tensors
-            self.ops = sub.operators or []
-        except Exception as e:  # flatbuffers raises assorted errors on garbage
-            raise PolicyCompileError(f"{model_file}: cannot parse the .tflite flatbuffer ({type(e).__name__})") from None
-        if len(self.model.subgraphs) != 1:
-            raise PolicyCompileError(f"{model_file}: {len(self.model.subgraphs)} subgraphs (only one is supported)")
-        self.file = model_file
-        names = {v: k for k, v in vars(s.BuiltinOperator).items() if not k.startswith("_")}
-        self.op_names = []
-        for code in self.model.operatorCodes or []:
-            value = max(code.builtinCode, code.deprecatedBuiltinCode)
-            self.op_names.append(names.get(value, f"builtin #{value}") if not code.customCode
-                                 else f"custom '{code.customCode.decode(errors='replace')}'")
-        sig = (self.model.signatureDefs or [None])[0]
-        if sig is not None:
-            self.inputs = [(m.name.decode(), m.tensorIndex) for m in sig.inputs]
-            self.outputs = [(m.name.decode(), m.tensorIndex) for m in sig.outputs]
-        else:
-            self.inputs = [(self.name(i), i) for i in sub.inputs]
-            self.outputs = [(self.name(i), i) for i in sub.outputs]
-
-    def name(self, t: int) -> str:
-        n = self.tensors[t].name
-        return n.decode() if isinstance(n, bytes) else str(n)
-
-    def ctype(self, t: int) -> str:
-        kind = self.tensors[t].type
-        if kind not in _TYPES:
-            raise PolicyCompileError(f"{self.file}: tensor '{self.name(t)}' has an unsupported element type ({kind})")
-        return _TYPES[kind][0]
-
-    def shape(self, t: int) -> list[int]:
-        shape = self.tensors[t].shape
-        return [] if shape is None else [int(d) for d in shape]
-
-    def size(self, t: int) -> int:
-        return int(np.prod(self.shape(t), dtype=np.int64)) if self.shape(t) else 1
-
-    def constant(self, t: int):
-        buf = self.model.buffers[self.tensors[t].buffer]
-        if buf.data is None or len(buf.data) == 0:
-            if getattr(buf, "offset", 0) > 1:
-                raise PolicyCompileError(f"{self.file}: tensor '{self.name(t)}' uses an external buffer (unsupported)")
-            return None
-        dtype = _TYPES[self.tensors[t].type][1]
-        return np.frombuffer(bytes(np.asarray(buf.data, dtype=np.uint8)), dtype=dtype).reshape(self.shape(t))
 
 
 def _broadcast_index_code(out_shape, in_shape, var: str) -> str:
@@ -175,10 +83,19 @@ def _activation(code: str, act: int | None) -> str:
     return f"std::max(-1.0f, std::min({code}, 1.0f))"
 
 
+def _ctype(g: TfliteModel, t: int) -> str:
+    return g.type_entry(t)[0]
+
+
 def generate_source(model: str | os.PathLike) -> str:
     """The C++ source of the compiled policy (for inspection; see compile_policy)."""
-    g = _Graph(Path(model))
-    s = g.s
+    try:
+        return _generate(TfliteModel(Path(model)))
+    except ModelFormatError as e:
+        raise PolicyCompileError(str(e)) from None
+
+
+def _generate(g: TfliteModel) -> str:
     lines: list[str] = []
     consts: list[str] = []
     declared: set[int] = set()
@@ -190,23 +107,23 @@ def generate_source(model: str | os.PathLike) -> str:
             return f"t{t}"
         data = g.constant(t)
         if data is not None:
-            ctype = g.ctype(t)
+            ctype = _ctype(g, t)
             flat = data.reshape(-1)
             values = ", ".join(_literal(v, ctype) for v in flat) or _literal(0, ctype)
             consts.append(f"static const {ctype} t{t}[{max(len(flat), 1)}] = {{{values}}};")
             declared.add(t)
             return f"t{t}"
         if t in input_index:
-            lines.append(f"  const {g.ctype(t)} *t{t} = static_cast<const {g.ctype(t)} *>(in[{input_index[t]}]);")
+            lines.append(f"  const {_ctype(g, t)} *t{t} = static_cast<const {_ctype(g, t)} *>(in[{input_index[t]}]);")
             declared.add(t)
             return f"t{t}"
         raise PolicyCompileError(f"{g.file}: tensor '{g.name(t)}' is read before it is computed")
 
     def out(t: int) -> str:
         if t in output_index:
-            lines.append(f"  {g.ctype(t)} *t{t} = static_cast<{g.ctype(t)} *>(out[{output_index[t]}]);")
+            lines.append(f"  {_ctype(g, t)} *t{t} = static_cast<{_ctype(g, t)} *>(out[{output_index[t]}]);")
         else:
-            lines.append(f"  {g.ctype(t)} t{t}[{max(g.size(t), 1)}];")
+            lines.append(f"  {_ctype(g, t)} t{t}[{max(g.size(t), 1)}];")
         declared.add(t)
         return f"t{t}"
 
@@ -225,11 +142,11 @@ def generate_source(model: str | os.PathLike) -> str:
         if name in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
             src = ref(ins[0])
             dst = out(o)
-            lines.append(f"  std::memcpy({dst}, {src}, sizeof({g.ctype(o)}) * {n});")
+            lines.append(f"  std::memcpy({dst}, {src}, sizeof({_ctype(g, o)}) * {n});")
         elif name == "CAST":
             src = ref(ins[0])
             dst = out(o)
-            lines.append(f"  for (int i = 0; i < {n}; ++i) {dst}[i] = static_cast<{g.ctype(o)}>({src}[i]);")
+            lines.append(f"  for (int i = 0; i < {n}; ++i) {dst}[i] = static_cast<{_ctype(g, o)}>({src}[i]);")
         elif name == "CONCATENATION":
             axis = opts.axis if opts is not None else 0
             shape = g.shape(o)
@@ -242,7 +159,7 @@ def generate_source(model: str | os.PathLike) -> str:
             for t, src in zip(ins, srcs):
                 inner = int(np.prod(g.shape(t)[axis:], dtype=np.int64)) if g.shape(t) else 1
                 lines.append(f"  for (int o = 0; o < {outer}; ++o) std::memcpy({dst} + o * {total_inner} + {at}, "
-                             f"{src} + o * {inner}, sizeof({g.ctype(o)}) * {inner});")
+                             f"{src} + o * {inner}, sizeof({_ctype(g, o)}) * {inner});")
                 at += inner
             if opts is not None and opts.fusedActivationFunction:
                 raise PolicyCompileError(f"{where}: fused activation on CONCATENATION is not supported")
@@ -256,7 +173,7 @@ def generate_source(model: str | os.PathLike) -> str:
             consts.append(f"static const float {bname}[{max(len(boundaries), 1)}] = "
                           f"{{{', '.join(_literal(v, 'float') for v in boundaries) or '0.0f'}}};")
             dst = out(o)
-            lines.append(f"  for (int i = 0; i < {n}; ++i) {dst}[i] = static_cast<{g.ctype(o)}>("
+            lines.append(f"  for (int i = 0; i < {n}; ++i) {dst}[i] = static_cast<{_ctype(g, o)}>("
                          f"std::upper_bound({bname}, {bname} + {len(boundaries)}, {src}[i]) - {bname});")
         elif name in ("ADD", "MUL", "SUB"):
             a, b = ref(ins[0]), ref(ins[1])
@@ -267,17 +184,17 @@ def generate_source(model: str | os.PathLike) -> str:
             act = opts.fusedActivationFunction if opts is not None else 0
             expr = f"{a}[{ia}] {sym} {b}[{ib}]"
             if act:
-                if g.ctype(o) != "float":
+                if _ctype(g, o) != "float":
                     raise PolicyCompileError(f"{where}: fused activation on a non-float tensor")
                 expr = _activation(f"({expr})", act)
-            lines.append(f"  for (int i = 0; i < {n}; ++i) {dst}[i] = static_cast<{g.ctype(o)}>({expr});")
+            lines.append(f"  for (int i = 0; i < {n}; ++i) {dst}[i] = static_cast<{_ctype(g, o)}>({expr});")
         elif name in ("RELU", "TANH", "LOGISTIC"):
             src = ref(ins[0])
             dst = out(o)
             fn = {"RELU": "mlopt_relu(x)", "TANH": "std::tanh(x)", "LOGISTIC": "1.0f / (1.0f + std::exp(-x))"}[name]
             lines.append(f"  for (int i = 0; i < {n}; ++i) {{ float x = {src}[i]; {dst}[i] = {fn}; }}")
         elif name == "FULLY_CONNECTED":
-            if any(g.ctype(t) != "float" for t in ins if t >= 0) or g.ctype(o) != "float":
+            if any(_ctype(g, t) != "float" for t in ins if t >= 0) or _ctype(g, o) != "float":
                 raise PolicyCompileError(f"{where}: only float FULLY_CONNECTED is supported (no quantization)")
             x, w = ref(ins[0]), ref(ins[1])
             bias = ref(ins[2]) if len(ins) > 2 and ins[2] >= 0 else None
@@ -315,10 +232,10 @@ def generate_source(model: str | os.PathLike) -> str:
     for k, (_, t) in enumerate(g.outputs):
         if t not in declared or t in input_index:
             src = ref(t)
-            lines.append(f"  std::memcpy(out[{k}], {src}, sizeof({g.ctype(t)}) * {g.size(t)});")
+            lines.append(f"  std::memcpy(out[{k}], {src}, sizeof({_ctype(g, t)}) * {g.size(t)});")
 
     def tensor_json(sig_name: str, t: int) -> dict:
-        return {"signature_name": sig_name, "tensor_name": g.name(t), "type": _TYPES[g.tensors[t].type][2],
+        return {"signature_name": sig_name, "tensor_name": g.name(t), "type": TYPES[g.tensors[t].type][2],
                 "shape": g.shape(t)}
 
     signature = json.dumps({
@@ -360,7 +277,7 @@ def compile_policy(model: str | os.PathLike, output: str | os.PathLike, *, cxx: 
     """Compile `model` (.tflite file or model directory) into the shared object `output`."""
     output = Path(output)
     if output.exists() and not overwrite:
-        raise FileExistsError(f"{output} exists (use overwrite=True / --force)")
+        raise OutputExistsError(output)
     source = generate_source(model)
     compiler = cxx or os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
     if not compiler:

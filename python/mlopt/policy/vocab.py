@@ -15,20 +15,21 @@ from pathlib import Path
 
 import numpy as np
 
-from . import inliner
+from ..errors import OutputExistsError, VocabError
+from ..log import Log, read_log
 
 DEFAULT_BUCKETS = 1000
 
 
-class VocabError(ValueError):
-    """A vocabulary directory or file that cannot be used."""
-
-
 class Vocab:
-    """Quantile boundaries per feature (float64 as stored, float32 as used)."""
+    """Quantile boundaries per feature (float64 as stored, float32 as used).
 
-    def __init__(self, boundaries: Mapping[str, Iterable[float]], features: Iterable[str] = inliner.FEATURES):
-        self.features: tuple[str, ...] = tuple(features)
+    ``features`` names the features and their order (default: the keys of
+    ``boundaries``). Problem-neutral: a policy picks the features it needs.
+    """
+
+    def __init__(self, boundaries: Mapping[str, Iterable[float]], features: Iterable[str] | None = None):
+        self.features: tuple[str, ...] = tuple(boundaries if features is None else features)
         missing = [f for f in self.features if f not in boundaries]
         if missing:
             raise VocabError(f"vocab has no boundaries for feature(s): {', '.join(missing)}")
@@ -43,40 +44,47 @@ class Vocab:
 
     # -- construction ------------------------------------------------------------
     @classmethod
-    def from_logs(cls, logs, num_buckets: int = DEFAULT_BUCKETS) -> "Vocab":
-        """Quantiles of every feature over the observations of `logs`.
+    def from_logs(cls, logs, num_buckets: int = DEFAULT_BUCKETS, features: Iterable[str] | None = None) -> "Vocab":
+        """Quantiles of each feature over the observations of `logs`.
 
-        `logs`: paths or :class:`mlopt.Log` objects with the inliner features.
+        `logs`: paths or :class:`mlopt.Log` objects. `features`: the names to
+        compute (default: every feature column of the first log). A feature
+        with a shape (e.g. [33]) pools all its elements.
         """
-        from .log import Log, read_log
-
         if num_buckets < 1:
-            raise ValueError("num_buckets must be >= 1")
-        columns: dict[str, list[np.ndarray]] = {f: [] for f in inliner.FEATURES}
+            raise VocabError(f"the number of buckets must be at least 1, not {num_buckets}")
+        columns: dict[str, list[np.ndarray]] | None = None if features is None else {f: [] for f in features}
         for item in logs:
             log = item if isinstance(item, Log) else read_log(item)
-            for f in inliner.FEATURES:
+            if columns is None:
+                columns = {f: [] for f in log.feature_names}
+            for f in columns:
                 if f not in log:
                     raise VocabError(f"{_where(item)}: log has no feature {f!r}")
-                arr = np.asarray(log[f])
-                columns[f].append(arr.reshape(len(arr), -1)[:, 0] if len(arr) else arr.reshape(0))
+                columns[f].append(np.asarray(log[f]).reshape(-1))
+        if not columns:
+            raise VocabError("no features in the given logs")
         out = {}
         for f, parts in columns.items():
             values = np.concatenate(parts) if parts else np.zeros(0)
             if values.size == 0:
                 raise VocabError("no observations in the given logs")
-            q = np.quantile(values.astype(np.float64), np.linspace(0.0, 1.0, num_buckets))
-            out[f] = q
+            out[f] = np.quantile(values.astype(np.float64), np.linspace(0.0, 1.0, num_buckets))
         return cls(out)
 
     @classmethod
-    def load(cls, directory: str | os.PathLike) -> "Vocab":
-        """Read ``<directory>/<feature>.buckets`` for the 38 inliner features."""
+    def load(cls, directory: str | os.PathLike, features: Iterable[str] | None = None) -> "Vocab":
+        """Read ``<directory>/<feature>.buckets`` for each of `features`
+        (default: every ``.buckets`` file there, by name)."""
         directory = Path(directory)
         if not directory.is_dir():
             raise VocabError(f"{directory}: not a vocab directory")
+        if features is None:
+            features = sorted(p.name[: -len(".buckets")] for p in directory.glob("*.buckets"))
+            if not features:
+                raise VocabError(f"{directory}: no .buckets files")
         out = {}
-        for f in inliner.FEATURES:
+        for f in features:
             path = directory / f"{f}.buckets"
             if not path.exists():
                 raise VocabError(f"{path}: missing (vocab needs one .buckets file per feature)")
@@ -89,7 +97,7 @@ class Vocab:
                 except ValueError:
                     raise VocabError(f"{path}:{lineno}: not a number: {line.strip()[:40]!r}") from None
             out[f] = values
-        return cls(out)
+        return cls(out, features)
 
     def save(self, directory: str | os.PathLike, overwrite: bool = False) -> Path:
         directory = Path(directory)
@@ -97,7 +105,7 @@ class Vocab:
         for f in self.features:
             path = directory / f"{f}.buckets"
             if path.exists() and not overwrite:
-                raise FileExistsError(f"{path} exists (use overwrite=True / --force)")
+                raise OutputExistsError(path)
         for f in self.features:
             text = "".join(f"{float(v)!r}\n" for v in self.boundaries[f])
             (directory / f"{f}.buckets").write_text(text)
@@ -112,17 +120,30 @@ class Vocab:
                 inv[i] = np.float32(1.0) / np.float32(len(self.boundaries[f]))
         return inv
 
-    def normalize(self, x: np.ndarray) -> np.ndarray:
-        """Raw features [n, 38] (any numeric dtype) -> [n, 76] float32: positions, then squares."""
-        inv = self.inverse_counts()
+    def subset(self, features: Iterable[str]) -> "Vocab":
+        """The boundaries of `features` only, in that order (VocabError if one is missing)."""
+        return Vocab(self.boundaries, features)
+
+    def normalize(self, x: np.ndarray, widths: Iterable[int] | None = None) -> np.ndarray:
+        """Raw features [n, w] (any numeric dtype) -> [n, 2w] float32: bucket
+        positions, then their squares. Column block i (``widths[i]`` columns,
+        default 1 each) belongs to feature i."""
+        widths = [1] * len(self.features) if widths is None else list(widths)
+        if len(widths) != len(self.features):
+            raise VocabError(f"{len(widths)} feature widths for {len(self.features)} vocab features")
         xf = np.asarray(x).astype(np.float32)
-        n = len(self.features)
-        out = np.empty((xf.shape[0], 2 * n), dtype=np.float32)
-        for i, f in enumerate(self.features):
+        w = sum(widths)
+        if xf.ndim != 2 or xf.shape[1] != w:
+            raise VocabError(f"expected features [n, {w}], got {list(xf.shape)}")
+        inv = self.inverse_counts()
+        out = np.empty((xf.shape[0], 2 * w), dtype=np.float32)
+        at = 0
+        for i, (f, k) in enumerate(zip(self.features, widths)):
             b = self.boundaries[f].astype(np.float32)
-            index = np.searchsorted(b, xf[:, i], side="right").astype(np.float32)
-            out[:, i] = index * inv[i]
-        np.multiply(out[:, :n], out[:, :n], out=out[:, n:])
+            index = np.searchsorted(b, xf[:, at : at + k], side="right").astype(np.float32)
+            out[:, at : at + k] = index * inv[i]
+            at += k
+        np.multiply(out[:, :w], out[:, :w], out=out[:, w:])
         return out
 
 

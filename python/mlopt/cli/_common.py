@@ -1,0 +1,73 @@
+"""What every ``mlopt`` command shares: building a subcommand with examples,
+argument types that reject bad values as usage errors (exit 2), and turning
+mlopt's errors into one line (exit 1)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..errors import MloptError, OutputExistsError
+
+
+class UsageError(Exception):
+    """A command line that cannot be run as given (exit code 2)."""
+
+
+def add_command(sub, name: str, help: str, examples: list[str], description: str | None = None,
+                aliases=()) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with its examples."""
+    label = "example" if len(examples) == 1 else "examples"
+    return sub.add_parser(name, help=help, description=description or help[:1].upper() + help[1:] + ".",
+                          epilog=f"{label}:\n" + "\n".join(f"  {e}" for e in examples),
+                          formatter_class=argparse.RawDescriptionHelpFormatter, aliases=list(aliases))
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    """``64,64`` -> (64, 64); every entry a positive integer."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        values = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated sizes like 64,64, got {text!r}") from None
+    if any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"sizes must be at least 1, got {text!r}")
+    return values
+
+
+def error_line(e: BaseException) -> str:
+    """The one-line message for an error the user can act on."""
+    if isinstance(e, OutputExistsError):
+        return f"{e.path} exists (use --force to replace it)"
+    if isinstance(e, OSError) and not isinstance(e, MloptError):
+        # "FILE: No such file or directory" for OS errors; our own message otherwise.
+        if e.strerror and e.filename:
+            return f"{e.filename}: {e.strerror}"
+    return str(e)
+
+
+def run(func, args) -> int:
+    """Runs a command: MloptError/OSError -> one line and exit 1, usage -> 2."""
+    try:
+        return func(args)
+    except BrokenPipeError:
+        # `mlopt log show big.log | head`: the reader went away; not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except UsageError as e:
+        print(f"mlopt: error: {e}", file=sys.stderr)
+        return 2
+    except (MloptError, OSError) as e:
+        print(f"mlopt: error: {error_line(e)}", file=sys.stderr)
+        return 1

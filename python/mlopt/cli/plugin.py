@@ -1,0 +1,38 @@
+"""``mlopt plugin-path`` and ``mlopt clang-flags``: use the pass plugin from
+stock opt-19 and clang-19."""
+
+from __future__ import annotations
+
+from ._common import add_command
+
+
+def cmd_plugin_path(args) -> int:
+    from ..compiler.plugin import plugin_path
+
+    print(plugin_path())
+    return 0
+
+
+def cmd_clang_flags(args) -> int:
+    from ..compiler.plugin import clang_flags_string
+    from ..problems import load_policy
+
+    if args.model is not None:
+        load_policy(args.model)  # fail here, not in the middle of a build
+    print(clang_flags_string(training_log=args.training_log, model=args.model))
+    return 0
+
+
+def register(sub) -> None:
+    path = add_command(sub, "plugin-path", "print the absolute path of the pass plugin",
+                       ["opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-training-log=x.log "
+                        "-passes='default<Oz>' in.bc -o out.bc"])
+    path.set_defaults(func=cmd_plugin_path)
+
+    flags = add_command(sub, "clang-flags", "print clang-19 flags that load the plugin",
+                        ["clang-19 -Oz $(mlopt clang-flags --training-log x.log) -c a.c",
+                         "clang-19 -Oz $(mlopt clang-flags --model policy_dir) -c a.c"])
+    flags.add_argument("--training-log", metavar="PATH", help="write a training log of the inliner's decisions")
+    flags.add_argument("--model", metavar="PATH",
+                       help="inlining policy: .tflite file, model directory or compiled .so (checked now)")
+    flags.set_defaults(func=cmd_clang_flags)

@@ -1,0 +1,85 @@
+"""``mlopt policy``: export, compile and check inlining policies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._common import UsageError, add_command, int_list
+
+
+def cmd_policy_export(args) -> int:
+    from ..policy import Vocab
+    from ..problems.inlining import InlinePolicy
+
+    if args.constant is not None:
+        policy = InlinePolicy.constant(args.constant, Vocab.load(args.vocab) if args.vocab else None)
+    elif args.weights:
+        policy = InlinePolicy.load(args.weights)
+    else:
+        if not args.vocab:
+            raise UsageError("--random needs --vocab DIR")
+        policy = InlinePolicy.random(Vocab.load(args.vocab), hidden=args.hidden, seed=args.seed)
+    out = policy.export(args.output, logits_output=args.logits, overwrite=args.force)
+    print(f"wrote {out / 'model.tflite'} and {out / 'output_spec.json'}")
+    return 0
+
+
+def cmd_policy_compile(args) -> int:
+    from ..policy import compile_policy
+
+    out = compile_policy(args.model, args.output, overwrite=args.force, keep_source=args.keep_source)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_policy_check(args) -> int:
+    from ..problems import load_policy
+
+    policy = load_policy(args.model, args.problem)
+    extras = ", ".join(f"{s.name} {s.type} {list(s.shape)}" for s in policy.extra_outputs) or "none"
+    problem = policy.problem
+    print(f"{Path(args.model)}: {policy.kind} policy for {problem.name}; {len(problem.features)} features "
+          f"bound; decision {problem.decision.name}; extra outputs: {extras}")
+    return 0
+
+
+def register(sub) -> None:
+    from ..problems import DEFAULT, names
+
+    policy = add_command(sub, "policy", "export, compile and check inlining policies",
+                         ["mlopt policy export --vocab vocab/ --random -o model/",
+                          "mlopt policy compile model/ -o policy.so", "mlopt policy check policy.so"])
+    policy_sub = policy.add_subparsers(dest="policy_command", metavar="SUBCOMMAND", required=True)
+
+    export = add_command(policy_sub, "export", "write a policy as a model directory (model.tflite + output_spec.json)",
+                         ["mlopt policy export --vocab vocab/ --random --seed 1 -o model/",
+                          "mlopt policy export --constant 0 -o never/",
+                          "mlopt policy export --weights policy.npz -o model/"])
+    which = export.add_mutually_exclusive_group(required=True)
+    which.add_argument("--weights", metavar="NPZ", help="weights saved by InlinePolicy.save")
+    which.add_argument("--random", action="store_true", help="random weights (needs --vocab)")
+    which.add_argument("--constant", type=int, choices=(0, 1), help="always answer 0 or 1")
+    export.add_argument("--vocab", metavar="DIR", help="vocab directory (.buckets files)")
+    export.add_argument("--hidden", type=int_list, default=(64, 64), metavar="N,N",
+                        help="hidden layer sizes for --random (default 64,64)")
+    export.add_argument("--seed", type=int, default=0)
+    export.add_argument("--logits", action="store_true", help="also output the logits (logged as an extra column)")
+    export.add_argument("-o", "--output", required=True, metavar="DIR")
+    export.add_argument("--force", action="store_true", help="replace an existing model")
+    export.set_defaults(func=cmd_policy_export)
+
+    comp = add_command(policy_sub, "compile", "compile a .tflite policy into a shared object (no LiteRT at run time)",
+                       ["mlopt policy compile model/ -o policy.so",
+                        "opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-model=policy.so ..."])
+    comp.add_argument("model", help=".tflite file or model directory")
+    comp.add_argument("-o", "--output", required=True, metavar="SO",
+                      help="the .so to write (missing directories are created)")
+    comp.add_argument("--force", action="store_true", help="replace an existing output")
+    comp.add_argument("--keep-source", action="store_true", help="also write the generated C++ next to it")
+    comp.set_defaults(func=cmd_policy_compile)
+
+    check = add_command(policy_sub, "check", "load a policy as the plugin would and report",
+                        ["mlopt policy check model/"])
+    check.add_argument("model", help=".tflite file, model directory or compiled .so")
+    check.add_argument("--problem", choices=names(), default=DEFAULT, help=f"whose features (default {DEFAULT})")
+    check.set_defaults(func=cmd_policy_check)

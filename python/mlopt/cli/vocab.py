@@ -1,0 +1,30 @@
+"""``mlopt vocab``: feature quantiles (.buckets files) from training logs."""
+
+from __future__ import annotations
+
+from ._common import add_command, positive_int
+
+
+def cmd_vocab(args) -> int:
+    from .. import problems
+    from ..policy import Vocab
+
+    problem = problems.get(args.problem)
+    vocab = Vocab.from_logs(args.logs, num_buckets=args.buckets, features=problem.feature_names)
+    vocab.save(args.output, overwrite=args.force)
+    print(f"wrote {len(vocab.features)} .buckets files ({args.buckets} boundaries each) to {args.output}")
+    return 0
+
+
+def register(sub) -> None:
+    from ..problems import DEFAULT, names
+
+    vocab = add_command(sub, "vocab", "compute feature quantiles (.buckets files) from training logs",
+                        ["mlopt vocab traces/*.log -o vocab/"])
+    vocab.add_argument("logs", nargs="+", metavar="LOG", help="training logs with the problem's features")
+    vocab.add_argument("-o", "--output", required=True, metavar="DIR", help="vocab directory to write")
+    vocab.add_argument("--buckets", type=positive_int, default=1000, metavar="N",
+                       help="boundaries per feature (default 1000)")
+    vocab.add_argument("--problem", choices=names(), default=DEFAULT, help=f"whose features (default {DEFAULT})")
+    vocab.add_argument("--force", action="store_true", help="replace existing .buckets files")
+    vocab.set_defaults(func=cmd_vocab)

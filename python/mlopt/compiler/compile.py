@@ -1,0 +1,176 @@
+"""The in-process compiler: LLVM 19's optimizer and code generator inside
+Python, with the plugin's inline advisor and policy runners.
+
+    import mlopt
+    m = mlopt.Module("lz4.bc")                       # .bc/.ll path or bytes
+    r = mlopt.compile(m, policy=mlopt.load_policy("policy.so"))
+    r.text_size, r.decisions, r.log["callee_users"]
+
+``compile`` does what ``opt-19 -passes=<pipeline>`` followed by ``llc-19
+-filetype=obj`` does (same object bytes), without processes, files or
+pipes. The GIL is released while LLVM runs, so ``compile_many(...,
+threads=N)`` compiles N modules at once; each compile has its own
+LLVMContext and gives the same bytes as a sequential run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._native import engine
+from ..corpus import CODEGEN_LEVEL, Module
+from ..errors import PolicyError
+from ..log import Log, read_log
+from ..policy import LoadedPolicy, MLPPolicy
+from ..problems import inlining, load_policy
+
+PathLike = str | os.PathLike
+
+
+@dataclass
+class CompileResult:
+    """What one in-process compile produced.
+
+    ``text_size``: bytes of ``.text`` in the object code (0 without codegen).
+    ``decisions``: the inliner's decision at every call site it asked the
+    policy about, in order (int64; the log's ``inlining_decision``).
+    ``default_decisions``: the stock heuristic's answer for the same sites.
+    ``log``: the training log (the plugin's development-mode layout), or
+    None when ``log=False`` or the pipeline has no inliner.
+    """
+
+    module: str
+    text_size: int
+    decisions: np.ndarray
+    default_decisions: np.ndarray
+    log: Log | None
+    log_bytes: bytes = field(repr=False)
+    object: bytes | None = field(default=None, repr=False)
+    warnings: list[str] = field(default_factory=list)
+
+
+PolicyLike = object  # None | LoadedPolicy | InlinePolicy | path | callable
+
+
+def _resolve_policy(policy):
+    """(C++ policy pool, python callable) for a policy argument."""
+    if policy is None:
+        return None, None
+    if isinstance(policy, (str, os.PathLike)):
+        policy = load_policy(policy, inlining.PROBLEM)
+    if isinstance(policy, LoadedPolicy):
+        _check_problem(policy)
+        return policy.pool, None
+    if isinstance(policy, MLPPolicy):
+        _check_problem(policy)
+        return None, _decision_callable(policy.decide)
+    if callable(policy):
+        return None, _decision_callable(policy)
+    raise TypeError(f"policy must be None, a loaded policy, a path, an InlinePolicy or a callable, "
+                    f"not {type(policy).__name__}")
+
+
+def _check_problem(policy) -> None:
+    if policy.problem != inlining.PROBLEM:
+        raise PolicyError(f"{policy!r} is a policy for {policy.problem.name!r}; compile() needs an "
+                          "inlining policy")
+
+
+def _decision_callable(fn: Callable) -> Callable:
+    def call(row: np.ndarray):
+        answer = fn(row)
+        a = np.asarray(answer)
+        if a.size == 1 and a.dtype.kind in "biu":
+            return int(a.reshape(()))
+        return answer  # not a decision: the engine reports it with its repr
+
+    return call
+
+
+def _as_module(m) -> Module:
+    return m if isinstance(m, Module) else Module(m)
+
+
+def _codegen_level(module: Module, pipeline: str) -> int:
+    if module.opt_level:
+        return CODEGEN_LEVEL[module.opt_level]
+    if pipeline.startswith("default<") and pipeline.endswith(">"):
+        return CODEGEN_LEVEL.get(pipeline[8:-1], 2)
+    return 2  # llc's default
+
+
+def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
+             keep_object: bool) -> CompileResult:
+    pipeline = pipeline or module.default_pipeline()
+    level = _codegen_level(module, pipeline) if codegen else -1
+    raw = engine().compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
+                            keep_object, pool, callback)
+    log_bytes = raw["log"]
+    parsed = read_log(log_bytes) if log_bytes else None
+    if parsed is not None:
+        decisions = parsed[inlining.DECISION].reshape(-1).copy()
+        defaults = parsed[inlining.DEFAULT_DECISION].reshape(-1).copy()
+    else:
+        decisions = defaults = np.zeros(0, np.int64)
+    return CompileResult(module.name, raw["text_size"], decisions, defaults,
+                         parsed if log else None, log_bytes if log else b"",
+                         raw["object"], list(raw["warnings"]))
+
+
+def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeline: str | None = None,
+            log: bool = True, *, codegen: bool = True, keep_object: bool = False) -> CompileResult:
+    """Optimize ``module`` with ``pipeline`` (default ``default<Oz>``, or the
+    corpus element's level) with ``policy`` deciding inlining, then generate
+    object code in memory at the level clang would use for it.
+
+    ``policy``: None (LLVM's heuristic), a :func:`mlopt.load_policy` result
+    or a path (``.tflite``, model directory, compiled ``.so``), an
+    :class:`mlopt.InlinePolicy`, or a callable receiving one call site's 38
+    features (int64 array in ``mlopt.problems.inlining.FEATURES`` order) and returning
+    0 or 1 -- the slow path, for experiments. An exception raised by the
+    callable stops further calls (the heuristic decides the rest) and is
+    re-raised when the compile ends.
+    """
+    pool, callback = _resolve_policy(policy)
+    return _compile(_as_module(module), pool, callback, pipeline, log, codegen, keep_object)
+
+
+def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,
+                 pipeline: str | None = None, log: bool = True, *, threads: int | None = None,
+                 codegen: bool = True, keep_object: bool = False,
+                 on_result: Callable[[int, CompileResult], None] | None = None) -> list[CompileResult]:
+    """:func:`compile` for every module, ``threads`` at a time (default: the
+    number of CPUs); results in input order, identical to sequential runs.
+    Larger modules start first, so one big module does not finish alone at
+    the end while the other threads idle. ``on_result(index, result)`` is
+    called in the calling thread as each module finishes (for progress)."""
+    mods = [_as_module(m) for m in modules]
+    pool, callback = _resolve_policy(policy)
+    threads = max(1, threads or os.cpu_count() or 1)
+    run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object)  # noqa: E731
+    results: list[CompileResult | None] = [None] * len(mods)
+    if threads == 1 or len(mods) <= 1:
+        for i, m in enumerate(mods):
+            results[i] = run(m)
+            if on_result:
+                on_result(i, results[i])
+        return results  # type: ignore[return-value]
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        futures = {ex.submit(run, mods[i]): i for i in largest_first(mods)}
+        for f in as_completed(futures):
+            i = futures[f]
+            results[i] = f.result()
+            if on_result:
+                on_result(i, results[i])
+    return results  # type: ignore[return-value]
+
+
+def largest_first(modules: Sequence[Module]) -> list[int]:
+    """Indices of ``modules`` by decreasing bitcode size (ties: input order)."""
+    sizes = [m.size for m in modules]
+    return sorted(range(len(modules)), key=lambda i: (-sizes[i], i))

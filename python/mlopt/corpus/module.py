@@ -1,0 +1,95 @@
+"""One LLVM module, checked by LLVM and held as bitcode, with how clang
+would compile it (-O level, target, relocation model)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .._native import engine
+from ..errors import CorpusError
+from .command_line import CODEGEN_LEVEL, parse_command_line, split_command_file
+
+PathLike = str | os.PathLike
+
+
+class Module:
+    """One LLVM module, checked and held as bitcode.
+
+    ``source`` is a path to a ``.bc`` or ``.ll`` file, or the bytes of one.
+    Unreadable or invalid IR raises :class:`mlopt.ModuleError` with LLVM's
+    diagnostic. ``opt_level`` ("O0".."O3", "Os", "Oz"), ``target`` (a triple)
+    and ``reloc_model`` ("static", "pic", ...) say how clang would compile the
+    module; :meth:`from_corpus` reads them from an ml-compiler-opt corpus
+    element's ``.cmd``. Without them, :func:`compile` runs ``default<Oz>``
+    and codegen as plain ``llc-19`` does.
+    """
+
+    def __init__(self, source: PathLike | bytes | bytearray | memoryview, *, name: str | None = None,
+                 opt_level: str | None = None, target: str | None = None,
+                 reloc_model: str | None = None):
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+            name = name or "<bytes>"
+            self.path: Path | None = None
+        else:
+            self.path = Path(source)
+            try:
+                data = self.path.read_bytes()
+            except OSError as e:
+                raise FileNotFoundError(e.errno, f"cannot read module: {e.strerror}", str(self.path)) from None
+            name = name or str(self.path)
+        if opt_level is not None and opt_level not in CODEGEN_LEVEL:
+            raise CorpusError(f"opt_level must be one of {', '.join(CODEGEN_LEVEL)}, not {opt_level!r}")
+        self._m = engine().Module(data, name)
+        self.opt_level = opt_level
+        self.target = target
+        self.reloc_model = reloc_model
+
+    @classmethod
+    def from_corpus(cls, path: PathLike) -> "Module":
+        """A corpus element: ``x.bc`` with its compile command in ``x.cmd``
+        (arguments separated by NUL, as ml-compiler-opt's extract_ir writes
+        them, or by spaces). The -O level, the target (``-triple``,
+        ``--target=``, ``-target``) and the relocation model
+        (``-mrelocation-model``, ``-fPIC``/``-fno-pic``...) are taken from it."""
+        path = Path(path)
+        cmd_path = path.with_suffix(".cmd")
+        try:
+            text = cmd_path.read_bytes().decode("utf-8", "surrogateescape")
+        except OSError as e:
+            raise FileNotFoundError(e.errno, f"corpus element has no command line: {e.strerror}",
+                                    str(cmd_path)) from None
+        try:
+            args = split_command_file(text)
+        except ValueError as e:  # shlex: unbalanced quotes
+            raise CorpusError(f"{cmd_path}: cannot split the command line: {e}") from None
+        flags = parse_command_line(args)
+        return cls(path, **flags)
+
+    @property
+    def name(self) -> str:
+        return self._m.name
+
+    @property
+    def triple(self) -> str:
+        """The target triple compiles use (``target`` if given, else the module's)."""
+        return self.target or self._m.triple
+
+    @property
+    def bitcode(self) -> bytes:
+        return self._m.bitcode
+
+    def default_pipeline(self) -> str:
+        return f"default<{self.opt_level or 'Oz'}>"
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in
+                        (("opt_level", self.opt_level), ("target", self.target),
+                         ("reloc_model", self.reloc_model)) if v)
+        return f"Module({self.name!r}, triple={self.triple!r}{extra})"
+
+    @property
+    def size(self) -> int:
+        """Bytes of bitcode."""
+        return self._m.size

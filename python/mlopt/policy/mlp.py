@@ -1,0 +1,208 @@
+"""MLGO's policy network, for any problem: quantile normalization, a ReLU
+MLP, a decision index.
+
+    policy = MLPPolicy.random(vocab, hidden=(64, 64), seed=0, problem=problem)
+    policy.decide(log)                  # int64 decisions [n]
+    policy.export("model_dir")          # model.tflite + output_spec.json
+
+Forward pass (numpy here, the same graph in the exported .tflite):
+  features [n, W] (every feature's elements, spec order) -> float32 ->
+  (bucket positions p, p*p) [n, 2W] -> Dense+ReLU ... -> Dense ->
+  logits [n, num_actions] -> decision = argmax (first maximum wins ties).
+Weights are float32 numpy arrays, ``W`` as [out, in] (TFLite's
+FULLY_CONNECTED layout). Problem-neutral: the problem (its features, its
+decision, its number of actions) is an argument or a subclass attribute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import OutputExistsError, PolicyError
+from ..log import TensorSpec
+from .batching import feature_matrix
+from .vocab import Vocab
+
+
+class MLPPolicy:
+    """A quantile-normalized MLP over a problem's features.
+
+    Subclasses bound to one problem set the class attribute ``problem``
+    (``mlopt.InlinePolicy`` does); otherwise pass ``problem=``.
+    """
+
+    problem = None  # a mlopt.problems.Problem
+
+    def __init__(self, vocab: Vocab, layers: Sequence[tuple[np.ndarray, np.ndarray]], problem=None):
+        self.problem = problem or type(self).problem
+        if self.problem is None:
+            raise TypeError("MLPPolicy needs a problem (problem=...)")
+        if not layers:
+            raise ValueError("a policy needs at least one layer")
+        self.vocab = vocab.subset(self.problem.feature_names)
+        self.widths = self.problem.feature_widths
+        self.layers: list[tuple[np.ndarray, np.ndarray]] = []
+        width = 2 * sum(self.widths)
+        for i, (w, b) in enumerate(layers):
+            w = np.ascontiguousarray(w, dtype=np.float32)
+            b = np.ascontiguousarray(b, dtype=np.float32)
+            if w.ndim != 2 or w.shape[1] != width or b.shape != (w.shape[0],):
+                raise ValueError(f"layer {i}: expected W [out, {width}] and b [out], got {w.shape} and {b.shape}")
+            self.layers.append((w, b))
+            width = w.shape[0]
+        if width != self.problem.num_actions:
+            raise ValueError(f"the last layer must have {self.problem.num_actions} outputs (one logit per "
+                             f"action of {self.problem.name}), has {width}")
+
+    # -- construction ------------------------------------------------------------
+    @classmethod
+    def random(cls, vocab: Vocab, hidden: Sequence[int] = (64, 64), seed: int = 0, *, problem=None):
+        """He-initialized weights from ``numpy.random.default_rng(seed)``."""
+        problem = problem or cls.problem
+        rng = np.random.default_rng(seed)
+        sizes = [2 * sum(problem.feature_widths), *hidden, problem.num_actions]
+        layers = []
+        for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+            scale = np.sqrt(2.0 / n_in)
+            layers.append((rng.normal(0.0, scale, (n_out, n_in)), rng.normal(0.0, 0.1, n_out)))
+        return cls(vocab, layers, problem=problem)
+
+    @classmethod
+    def constant(cls, decision: int, vocab: Vocab | None = None, *, problem=None):
+        """A policy that always answers `decision`, whatever the features."""
+        problem = problem or cls.problem
+        if not 0 <= decision < problem.num_actions:
+            choices = "0 or 1" if problem.num_actions == 2 else f"in [0, {problem.num_actions})"
+            raise ValueError(f"decision must be {choices}")
+        vocab = vocab or Vocab({f: [] for f in problem.feature_names})
+        w = np.zeros((problem.num_actions, 2 * sum(problem.feature_widths)))
+        b = np.zeros(problem.num_actions)
+        b[decision] = 1.0
+        return cls(vocab, [(w, b)], problem=problem)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, problem=None):
+        """Weights and vocab saved by :meth:`save` (.npz)."""
+        problem = problem or cls.problem
+        with np.load(path) as z:
+            saved = str(z["problem"]) if "problem" in z else problem.name
+            if saved != problem.name:
+                raise PolicyError(f"{path}: weights of a {saved!r} policy, not {problem.name!r}")
+            n = int(z["n_layers"])
+            layers = [(z[f"w{i}"], z[f"b{i}"]) for i in range(n)]
+            vocab = Vocab({f: z[f"vocab/{f}"] for f in problem.feature_names})
+        return cls(vocab, layers, problem=problem)
+
+    def save(self, path: str | os.PathLike, overwrite: bool = False) -> None:
+        path = Path(path)
+        if path.exists() and not overwrite:
+            raise OutputExistsError(path)
+        arrays = {"n_layers": np.array(len(self.layers)), "problem": np.array(self.problem.name)}
+        for i, (w, b) in enumerate(self.layers):
+            arrays[f"w{i}"], arrays[f"b{i}"] = w, b
+        for f in self.problem.feature_names:
+            arrays[f"vocab/{f}"] = self.vocab.boundaries[f]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    # -- evaluation ----------------------------------------------------------------
+    def logits(self, batch) -> np.ndarray:
+        h = self.vocab.normalize(feature_matrix(batch, self.problem.features), self.widths)
+        for i, (w, b) in enumerate(self.layers):
+            h = h @ w.T + b
+            if i + 1 < len(self.layers):
+                np.maximum(h, 0, out=h)
+        return h.astype(np.float32, copy=False)
+
+    def decide(self, batch) -> np.ndarray:
+        """Decisions (int64 indices in [0, num_actions)) for a batch."""
+        return np.argmax(self.logits(batch), axis=1).astype(np.int64)
+
+    __call__ = decide
+
+    # -- export ------------------------------------------------------------------------
+    def logits_spec(self) -> TensorSpec:
+        return TensorSpec(self.problem.logits_name, "float", [self.problem.num_actions])
+
+    def output_spec(self, logits_output: bool = False) -> list[dict]:
+        """output_spec.json content: the decision first, then logged extra outputs."""
+        return self.problem.output_spec([self.logits_spec()] if logits_output else [])
+
+    def to_tflite(self, logits_output: bool = False) -> bytes:
+        """The policy as a .tflite flatbuffer (inputs ``<feed_prefix><feature>:0``)."""
+        return _build_tflite(self, logits_output)
+
+    def export(self, directory: str | os.PathLike, *, logits_output: bool = False,
+               overwrite: bool = False) -> Path:
+        """Write a ModelUnderTraining directory: ``model.tflite`` + ``output_spec.json``.
+
+        Loadable by mlopt's plugin (``-mlopt-inline-model=DIR``) and by an LLVM built
+        with TFLite (``-ml-inliner-model-under-training=DIR``). With `logits_output`
+        the logits are a second output, logged as an extra column (``<problem>_logits``).
+        """
+        directory = Path(directory)
+        model, spec = directory / "model.tflite", directory / "output_spec.json"
+        for p in (model, spec):
+            if p.exists() and not overwrite:
+                raise OutputExistsError(p)
+        directory.mkdir(parents=True, exist_ok=True)
+        model.write_bytes(self.to_tflite(logits_output))
+        spec.write_text(json.dumps(self.output_spec(logits_output), indent=2) + "\n")
+        return directory
+
+    def __repr__(self) -> str:
+        sizes = [self.layers[0][0].shape[1]] + [w.shape[0] for w, _ in self.layers]
+        return f"<{type(self).__name__} {self.problem.name} {'x'.join(map(str, sizes))}>"
+
+
+def _build_tflite(policy: MLPPolicy, logits_output: bool) -> bytes:
+    from ..tflite.builder import GraphBuilder
+
+    problem = policy.problem
+    g = GraphBuilder(signature_key="action", description=f"mlopt {problem.name} policy")
+    total = sum(policy.widths)
+    buckets = []
+    for spec, k in zip(problem.features, policy.widths):
+        f = spec.name
+        x = g.input(f, f"{problem.feed_prefix}{f}:0", spec.dtype, list(spec.shape))
+        b = policy.vocab.boundaries[f].astype(np.float32)
+        bucket = g.op("BUCKETIZE", [x], np.int32, list(spec.shape),
+                      g.options("BucketizeOptions", boundaries=b.tolist()), name=f"bucket_{f}")
+        if list(spec.shape) != [k]:
+            bucket = g.op("RESHAPE", [bucket, g.const(f"bucket_{f}/shape", np.array([k], np.int32))], np.int32,
+                          [k], g.options("ReshapeOptions", newShape=[k]), name=f"bucket_{f}/flat")
+        buckets.append(bucket)
+    inv = np.repeat(policy.vocab.inverse_counts(), policy.widths).astype(np.float32)
+    index = g.op("CONCATENATION", buckets, np.int32, [total], g.options("ConcatenationOptions", axis=0),
+                 name="bucket_index")
+    index_f = g.op("CAST", [index], np.float32, [total], g.options("CastOptions", inDataType=2, outDataType=0),
+                   name="bucket_index_f")
+    pos = g.op("MUL", [index_f, g.const("inverse_bucket_count", inv)], np.float32, [total],
+               g.options("MulOptions"), name="bucket_position")
+    sq = g.op("MUL", [pos, pos], np.float32, [total], g.options("MulOptions"), name="bucket_position_sq")
+    both = g.op("CONCATENATION", [pos, sq], np.float32, [2 * total], g.options("ConcatenationOptions", axis=0),
+                name="normalized")
+    h = g.op("RESHAPE", [both, g.const("row_shape", np.array([1, 2 * total], np.int32))], np.float32,
+             [1, 2 * total], g.options("ReshapeOptions", newShape=[1, 2 * total]), name="normalized_row")
+    for i, (w, b) in enumerate(policy.layers):
+        last = i + 1 == len(policy.layers)
+        h = g.op("FULLY_CONNECTED", [h, g.const(f"dense_{i}/kernel", w), g.const(f"dense_{i}/bias", b)],
+                 np.float32, [1, w.shape[0]],
+                 g.options("FullyConnectedOptions", fusedActivationFunction=0 if last else 1),
+                 name=f"dense_{i}")
+    decision_name = problem.decision.name
+    decision = g.op("ARG_MAX", [h, g.const("class_axis", np.array([1], np.int32))], np.int64, [1],
+                    g.options("ArgMaxOptions", outputType=4), name=f"{decision_name}:0")
+    g.output(decision_name, decision)
+    if logits_output:
+        n = problem.num_actions
+        logits = g.op("RESHAPE", [h, g.const("logits_shape", np.array([n], np.int32))], np.float32, [n],
+                      g.options("ReshapeOptions", newShape=[n]), name=f"{problem.logits_name}:0")
+        g.output(problem.logits_name, logits)
+    return g.finish()

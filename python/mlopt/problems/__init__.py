@@ -1,0 +1,50 @@
+"""Optimization problems and their registry.
+
+Each problem is a package here exposing ``PROBLEM`` (a :class:`Problem`:
+feature specs, decision spec, number of actions, decision decoding) and
+whatever is specific to it (its policy network, its feature helpers).
+Generic code takes a Problem or its name::
+
+    mlopt.problems.get("inlining").feature_names
+    mlopt.problems.load_policy("policy.so")            # the inlining problem by default
+
+Adding a problem: a package ``problems/<name>/`` and one line in ``_PACKAGES``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import ProblemError
+from ..policy.loaded import LoadedPolicy
+from .base import Problem
+
+DEFAULT = "inlining"
+# name -> the package defining it (imported when first asked for)
+_PACKAGES = {
+    "inlining": "mlopt.problems.inlining",
+}
+
+
+def names() -> list[str]:
+    """The registered problems."""
+    return list(_PACKAGES)
+
+
+def get(problem: str | Problem | None = None) -> Problem:
+    """A problem by name (default: inlining); a Problem is returned as it is."""
+    if isinstance(problem, Problem):
+        return problem
+    name = DEFAULT if problem is None else problem
+    if name not in _PACKAGES:
+        raise ProblemError(f"no optimization problem {name!r} (known: {', '.join(_PACKAGES)})")
+    return importlib.import_module(_PACKAGES[name]).PROBLEM
+
+
+def load_policy(path, problem: str | Problem | None = None, **kwargs) -> LoadedPolicy:
+    """Load a policy (.tflite, model directory or compiled .so) for `problem`
+    (default inlining); see :class:`mlopt.policy.LoadedPolicy`."""
+    return LoadedPolicy(path, get(problem), **kwargs)
+
+
+__all__ = ["DEFAULT", "Problem", "get", "load_policy", "names"]

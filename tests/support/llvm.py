@@ -1,0 +1,27 @@
+"""Running Debian's LLVM 19 tools the same way in every test."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+
+def opt(llvm_tools, module, out, *flags, pipeline: str = "default<Oz>", level: str | None = None,
+        check: bool = True, timeout: float = 600):
+    """``opt-19 FLAGS -passes=PIPELINE MODULE -o OUT`` (``level``: ``default<level>``)."""
+    if level is not None:
+        pipeline = f"default<{level}>"
+    return subprocess.run([llvm_tools["opt"], *flags, f"-passes={pipeline}", str(module), "-o", str(out)],
+                          capture_output=True, text=True, check=check, timeout=timeout)
+
+
+def llc(llvm_tools, module, out, *flags):
+    """``llc-19 -filetype=obj FLAGS MODULE -o OUT``."""
+    subprocess.run([llvm_tools["llc"], "-filetype=obj", *flags, str(module), "-o", str(out)], check=True)
+
+
+def llvm_size_text(llvm_tools, obj) -> int:
+    """.text bytes as llvm-size -A lists them (an independent reader)."""
+    size = llvm_tools["llc"].replace("llc-19", "llvm-size-19")
+    out = subprocess.run([size, "-A", str(obj)], check=True, capture_output=True, text=True).stdout
+    return sum(int(m.group(1)) for m in re.finditer(r"^\.text\S*\s+(\d+)", out, re.M))
