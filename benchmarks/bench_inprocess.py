@@ -30,9 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import bench_corpus, random_policy
-
 import mlopt
+from _common import bench_corpus, random_policy
 from mlopt.compiler.plugin import plugin_path
 
 

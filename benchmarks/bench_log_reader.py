@@ -133,7 +133,7 @@ def main() -> int:
         t_file, log = best_time(lambda: mlopt.read_log(big), args.repeat)
         with open(big, "rb") as f:
             data = f.read()
-        t_mem, _ = best_time(lambda: mlopt.read_log(data), args.repeat)
+        t_mem, _ = best_time(lambda: mlopt.read_log(data), args.repeat)  # noqa: F821 (del below)
         del data
         t_small, small_log = best_time(lambda: mlopt.read_log(small), args.repeat)
         t_py, py = best_time(lambda: python_reader(small), 1)

@@ -24,9 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import bench_corpus, heuristic_traces, print_ratios, random_policy, time_configs
-
 import mlopt
+from _common import bench_corpus, heuristic_traces, print_ratios, random_policy, time_configs
 from mlopt.compiler.plugin import plugin_path
 from mlopt.problems.inlining import feature_matrix
 

@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 import mlopt
-from mlopt.problems import inlining as inliner
 from mlopt.compiler.plugin import opt_flags
-
+from mlopt.problems import inlining as inliner
 from tests.support.llvm import llc, llvm_size_text, opt
 
 
@@ -182,7 +181,7 @@ def test_function_properties_equal_opt_printer(llvm_tools, corpus_modules):
         printed = {}
         for block in out.split("Printing analysis results of CFA for function '")[1:]:
             name, body = block.split("':", 1)
-            printed[name] = dict((k, int(v)) for k, v in re.findall(r"^(\w+): (-?\d+)$", body, re.M))
+            printed[name] = {k: int(v) for k, v in re.findall(r"^(\w+): (-?\d+)$", body, re.M)}
         assert list(table["function"]) == list(printed), path.name
         fields = [k for k in table if k != "function"]
         assert len(fields) == 44 and set(fields) == set(next(iter(printed.values())))

@@ -145,7 +145,7 @@ def test_chain_without_inlining():
 
 def test_unfolded_branch_counts_as_multiple_blocks():
     m, [site] = features(BRANCHY, "branchy.ll", 0)
-    assert (site["is_multiple_blocks"], site["dead_blocks"], site["constant_args"], site["nr_ctant_params"]) == (1, 0, 0, 0)
+    assert (site["is_multiple_blocks"], site["dead_blocks"], site["constant_args"], site["nr_ctant_params"]) == (1, 0, 0, 0)  # noqa: E501
     assert (site["callee_basic_block_count"], site["callee_conditionally_executed_blocks"]) == (4, 2)
     assert (site["node_count"], site["edge_count"], site["callsite_height"]) == (2, 1, 1)
     assert site["cost_estimate"] == cost_of(m, "user", "pick")

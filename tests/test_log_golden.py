@@ -4,7 +4,6 @@ import numpy as np
 
 import mlopt
 from mlopt import TensorSpec
-
 from tests.support.golden import BODY, GOLDEN, HEADER  # noqa: F401
 
 A = TensorSpec("a", "int64_t", [1])

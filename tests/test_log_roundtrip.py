@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mlopt
+from mlopt import TensorSpec
 from tests.support import reference_reader
 from tests.support.oracle import run_oracle
-from mlopt import TensorSpec
 
 TYPES = ["float", "double", "int8_t", "uint8_t", "int16_t", "uint16_t",
          "int32_t", "uint32_t", "int64_t", "uint64_t"]
@@ -98,7 +96,7 @@ def check_log_matches(log, features, score, advice, ops, data):
         assert col.flags.c_contiguous
         for r, (_, _, values, _) in enumerate(rows):
             assert col[r].tobytes() == values[i] == ref_rows[r][2][i]
-    for r, (ctx, oid, _, sc) in enumerate(rows):
+    for r, (_ctx, oid, _, sc) in enumerate(rows):
         assert log.contexts[log.context_index[r]] == ref_rows[r][0]
         assert log.observation_id[r] == oid == ref_rows[r][1]
         if score is not None:

@@ -5,13 +5,11 @@ from __future__ import annotations
 import subprocess
 
 import numpy as np
-import pytest
 
 import mlopt
-from mlopt.problems import inlining as inliner
 from mlopt.compiler.interactive import Host
 from mlopt.compiler.plugin import clang_flags, opt_flags
-
+from mlopt.problems import inlining as inliner
 from tests.support.llvm import opt
 
 
@@ -58,7 +56,7 @@ def test_training_log_features_equal_stock_interactive(llvm_tools, plugin, corpu
         opt(llvm_tools, module, tmp_path / "p.bc", *opt_flags(training_log=log_path))
         log = mlopt.read_log(log_path)
         decisions = iter(log["inlining_decision"].ravel().tolist())
-        result = Host(lambda obs: next(decisions), timeout=600, capture=True).run(
+        result = Host(lambda obs: next(decisions), timeout=600, capture=True).run(  # noqa: B023 (used now)
             [llvm_tools["opt"], "-passes=default<Oz>", "-enable-ml-inliner=release",
              "-inliner-interactive-channel-base={channel}", str(module), "-o", str(tmp_path / "s.bc")])
         assert result.returncode == 0, result.stderr

@@ -9,8 +9,8 @@ import time
 import numpy as np
 
 import mlopt
-from mlopt.problems import inlining as inliner
 from mlopt.compiler.interactive import Host
+from mlopt.problems import inlining as inliner
 
 
 def policy(obs):

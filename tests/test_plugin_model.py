@@ -10,10 +10,8 @@ import numpy as np
 import pytest
 
 import mlopt
-from mlopt.problems import inlining as inliner
 from mlopt.compiler.plugin import clang_flags, opt_flags
-from mlopt.tflite import GraphBuilder
-
+from mlopt.problems import inlining as inliner
 from tests.support.llvm import opt
 from tests.support.models import good_inputs, tiny_model
 
@@ -249,7 +247,7 @@ def test_out_of_range_answers_fall_back_to_the_heuristic(llvm_tools, plugin, cor
     log = tmp_path / "t.log"
     result = opt(llvm_tools, module, tmp_path / "p.bc", *opt_flags(model=model, training_log=log))
     opt(llvm_tools, module, tmp_path / "s.bc")
-    warnings = [l for l in result.stderr.splitlines() if l.startswith("warning: mlopt:")]
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: mlopt:")]
     assert len(warnings) == 1 and "answered 7 for inlining_decision (expected 0 or 1)" in warnings[0]
     assert (tmp_path / "p.bc").read_bytes() == (tmp_path / "s.bc").read_bytes()
     trace = mlopt.read_log(log)

@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 import mlopt
-from mlopt.problems import inlining as inliner
 from mlopt.compiler.plugin import opt_flags
+from mlopt.problems import inlining as inliner
 from mlopt.problems.inlining import feature_matrix
 from mlopt.tflite import GraphBuilder
-
 from tests.support.llvm import opt
 
 

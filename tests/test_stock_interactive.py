@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import mlopt
+from mlopt.compiler.interactive import Host
+from mlopt.problems import inlining as inliner
 from tests.support import reference_reader
 from tests.support.corpus import bitcode, c_sources
-from mlopt.problems import inlining as inliner
-from mlopt.compiler.interactive import Host
 
 INLINER_FEATURES = list(inliner.FEATURES)
 

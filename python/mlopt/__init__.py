@@ -20,30 +20,22 @@ from __future__ import annotations
 
 import importlib
 
-# public name -> the module that defines it
-_EXPORTS = {
-    # errors (every one derives from MloptError)
-    **{name: "mlopt.errors" for name in (
+# the module that defines each public name
+_HOMES = {
+    "mlopt.errors": (  # every error derives from MloptError
         "MloptError", "CompileError", "CorpusError", "FeatureError", "InteractiveError", "LogFormatError",
         "LogUsageError", "ModelFormatError", "ModuleError", "NativeModuleError", "OutputExistsError",
         "PluginNotFoundError", "PolicyCompileError", "PolicyError", "ProblemError", "SpecError", "VocabError",
-        "MloptWarning", "TruncatedLogWarning")},
-    # logs
-    **{name: "mlopt.log" for name in (
-        "Log", "LogHeader", "LogStream", "LogView", "LogWriter", "Observation", "TensorSpec", "read_log")},
-    # policies (problem-neutral) and problems
-    **{name: "mlopt.policy" for name in ("LoadedPolicy", "MLPPolicy", "Vocab", "compile_policy")},
-    "load_policy": "mlopt.problems",
-    "Problem": "mlopt.problems",
-    "InlinePolicy": "mlopt.problems.inlining",
-    # modules and corpora
-    "Module": "mlopt.corpus",
-    "load_corpus": "mlopt.corpus",
-    # the in-process compiler
-    **{name: "mlopt.compiler" for name in (
-        "CompileResult", "call_site_costs", "compile", "compile_many", "function_properties",
-        "inline_features")},
+        "MloptWarning", "TruncatedLogWarning"),
+    "mlopt.log": ("Log", "LogHeader", "LogStream", "LogView", "LogWriter", "Observation", "TensorSpec", "read_log"),
+    "mlopt.policy": ("LoadedPolicy", "MLPPolicy", "Vocab", "compile_policy"),  # problem-neutral
+    "mlopt.problems": ("Problem", "load_policy"),
+    "mlopt.problems.inlining": ("InlinePolicy",),
+    "mlopt.corpus": ("Module", "load_corpus"),
+    "mlopt.compiler": ("CompileResult", "call_site_costs", "compile", "compile_many", "function_properties",
+                       "inline_features"),
 }
+_EXPORTS = {name: module for module, names in _HOMES.items() for name in names}
 _SUBPACKAGES = ("cli", "compiler", "corpus", "errors", "log", "policy", "problems", "tflite")
 
 __all__ = sorted([*_EXPORTS, "__version__"])

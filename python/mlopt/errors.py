@@ -34,7 +34,7 @@ class LogFormatError(MloptError, ValueError):
         self.offset = offset
         self.path = path
 
-    def with_path(self, path) -> "LogFormatError":
+    def with_path(self, path) -> LogFormatError:
         return LogFormatError(self.reason, self.offset, str(path))
 
     def __str__(self) -> str:

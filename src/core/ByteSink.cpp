@@ -21,8 +21,7 @@ FdSink::~FdSink() {
     ::close(Fd);
 }
 
-std::unique_ptr<FdSink> FdSink::create(const std::string &Path,
-                                       bool Overwrite) {
+std::unique_ptr<FdSink> FdSink::create(const std::string &Path, bool Overwrite) {
   int Flags = O_WRONLY | O_CREAT | O_CLOEXEC | (Overwrite ? O_TRUNC : O_EXCL);
   int Fd = ::open(Path.c_str(), Flags, 0644);
   if (Fd < 0)

@@ -20,8 +20,7 @@ namespace mlopt {
 class FileError : public std::system_error {
 public:
   FileError(int Errno, const std::string &What, std::string Path)
-      : std::system_error(Errno, std::generic_category(), What),
-        Path(std::move(Path)) {}
+      : std::system_error(Errno, std::generic_category(), What), Path(std::move(Path)) {}
   const std::string &path() const { return Path; }
 
 private:

@@ -58,8 +58,7 @@ const Value *Value::get(std::string_view Key) const {
 /// Length of the well-formed sequence starting at P (Unicode Table 3-7), or
 /// 0 if ill-formed; *Subpart receives the length of the maximal ill-formed
 /// subpart (at least 1) in that case.
-static size_t utf8SequenceLength(const unsigned char *P, size_t Avail,
-                                 size_t *Subpart) {
+static size_t utf8SequenceLength(const unsigned char *P, size_t Avail, size_t *Subpart) {
   unsigned char C = P[0];
   *Subpart = 1;
   if (C < 0x80)
@@ -360,8 +359,7 @@ private:
         break;
       case 'u': {
         uint32_t CP = parseHex4();
-        if (CP >= 0xD800 && CP <= 0xDBFF && End - P >= 6 && P[0] == '\\' &&
-            P[1] == 'u') {
+        if (CP >= 0xD800 && CP <= 0xDBFF && End - P >= 6 && P[0] == '\\' && P[1] == 'u') {
           const char *Save = P;
           P += 2;
           uint32_t Lo = parseHex4();
@@ -435,8 +433,6 @@ private:
 };
 } // namespace
 
-Value parse(const char *Data, size_t Size) {
-  return Parser(Data, Size).parseDocument();
-}
+Value parse(const char *Data, size_t Size) { return Parser(Data, Size).parseDocument(); }
 
 } // namespace mlopt::json

@@ -56,12 +56,9 @@ public:
   double asDouble() const { return K == Kind::Int ? double(I) : D; }
   const std::string &asString() const { return S; }
   const std::vector<Value> &asArray() const { return A; }
-  const std::vector<std::pair<std::string, Value>> &asObject() const {
-    return O;
-  }
+  const std::vector<std::pair<std::string, Value>> &asObject() const { return O; }
   /// Returns the member named Key of an object, or nullptr.
   const Value *get(std::string_view Key) const;
-
 
 private:
   Kind K = Kind::Null;
@@ -76,9 +73,7 @@ private:
 /// Parses exactly one JSON value spanning [Data, Data+Size) (surrounding
 /// whitespace allowed). Throws JsonError on any error.
 Value parse(const char *Data, size_t Size);
-inline Value parse(std::string_view Text) {
-  return parse(Text.data(), Text.size());
-}
+inline Value parse(std::string_view Text) { return parse(Text.data(), Text.size()); }
 
 /// True if S is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
 bool isUTF8(std::string_view S);

@@ -67,7 +67,8 @@ struct Api {
   LiteRtStatus (*GetSignatureInputName)(LiteRtSignature, LiteRtParamIndex, const char **);
   LiteRtStatus (*GetSignatureOutputName)(LiteRtSignature, LiteRtParamIndex, const char **);
   LiteRtStatus (*GetSignatureInputTensorByIndex)(LiteRtSignature, LiteRtParamIndex, LiteRtTensor *);
-  LiteRtStatus (*GetSignatureOutputTensorByIndex)(LiteRtSignature, LiteRtParamIndex, LiteRtTensor *);
+  LiteRtStatus (*GetSignatureOutputTensorByIndex)(LiteRtSignature, LiteRtParamIndex,
+                                                  LiteRtTensor *);
   LiteRtStatus (*GetTensorName)(LiteRtTensor, const char **);
   LiteRtStatus (*GetTensorTypeId)(LiteRtTensor, int *);
   LiteRtStatus (*GetRankedTensorType)(LiteRtTensor, LiteRtRankedTensorType *);
@@ -87,18 +88,52 @@ struct Api {
 // TfLiteType numbering -> mlopt's TensorType (bool has no TensorSpec type).
 bool fromLiteRtType(int ElementType, TensorType &Out, size_t &Size) {
   switch (ElementType) {
-  case 1: Out = TensorType::Float; Size = 4; return true;
-  case 2: Out = TensorType::Int32; Size = 4; return true;
-  case 3: Out = TensorType::UInt8; Size = 1; return true;
-  case 4: Out = TensorType::Int64; Size = 8; return true;
-  case 7: Out = TensorType::Int16; Size = 2; return true;
-  case 9: Out = TensorType::Int8; Size = 1; return true;
-  case 11: Out = TensorType::Double; Size = 8; return true;
-  case 13: Out = TensorType::UInt64; Size = 8; return true;
-  case 16: Out = TensorType::UInt32; Size = 4; return true;
-  case 17: Out = TensorType::UInt16; Size = 2; return true;
-  case 6: Size = 1; return false; // bool
-  default: Size = 0; return false;
+  case 1:
+    Out = TensorType::Float;
+    Size = 4;
+    return true;
+  case 2:
+    Out = TensorType::Int32;
+    Size = 4;
+    return true;
+  case 3:
+    Out = TensorType::UInt8;
+    Size = 1;
+    return true;
+  case 4:
+    Out = TensorType::Int64;
+    Size = 8;
+    return true;
+  case 7:
+    Out = TensorType::Int16;
+    Size = 2;
+    return true;
+  case 9:
+    Out = TensorType::Int8;
+    Size = 1;
+    return true;
+  case 11:
+    Out = TensorType::Double;
+    Size = 8;
+    return true;
+  case 13:
+    Out = TensorType::UInt64;
+    Size = 8;
+    return true;
+  case 16:
+    Out = TensorType::UInt32;
+    Size = 4;
+    return true;
+  case 17:
+    Out = TensorType::UInt16;
+    Size = 2;
+    return true;
+  case 6:
+    Size = 1;
+    return false; // bool
+  default:
+    Size = 0;
+    return false;
   }
 }
 
@@ -127,8 +162,8 @@ Runtime &runtimeFor(const std::string &Explicit, const std::string &ModelPath) {
     void *H = dlopen(Candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!H) {
       const char *Err = dlerror();
-      bool Exists = Candidate.find('/') == std::string::npos ||
-                    access(Candidate.c_str(), F_OK) == 0;
+      bool Exists =
+          Candidate.find('/') == std::string::npos || access(Candidate.c_str(), F_OK) == 0;
       Tried += (Tried.empty() ? "" : "; ") + Candidate +
                (Exists ? std::string(" (") + (Err ? Err : "not loadable") + ")"
                        : std::string(" (not found)"));
@@ -170,16 +205,18 @@ Runtime &runtimeFor(const std::string &Explicit, const std::string &ModelPath) {
     Bind(A.RunCompiledModel, "LiteRtRunCompiledModel");
     if (!Missing.empty()) {
       dlclose(H);
-      Tried += (Tried.empty() ? "" : "; ") + Candidate +
-               " (not the LiteRT 2.3.0 C API: missing " + Missing + ")";
+      Tried += (Tried.empty() ? "" : "; ") + Candidate + " (not the LiteRT 2.3.0 C API: missing " +
+               Missing + ")";
       continue;
     }
     R = Loaded;
     return R;
   }
-  throw LiteRtError(ModelPath + ": cannot load the LiteRT runtime (libLiteRt.so from "
+  throw LiteRtError(ModelPath +
+                    ": cannot load the LiteRT runtime (libLiteRt.so from "
                     "ai-edge-litert==2.3.0; set MLOPT_LITERT_LIBRARY or "
-                    "-mlopt-litert-library=PATH); tried " + Tried);
+                    "-mlopt-litert-library=PATH); tried " +
+                    Tried);
 }
 
 LiteRtStatus check(LiteRtStatus S, const std::string &Path, const char *What) {
@@ -320,8 +357,10 @@ std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
     LiteRtStatus S = A.CreateModelFromFile(H.Env, ModelPath.c_str(), &H.Model);
     std::string Said = oneLine(Capture.release(), /*KeepInfo=*/false);
     if (S != 0)
-      throw LiteRtError(ModelPath + ": LiteRT cannot read this .tflite model (corrupt or "
-                        "unsupported)" + (Said.empty() ? "" : ": " + Said));
+      throw LiteRtError(ModelPath +
+                        ": LiteRT cannot read this .tflite model (corrupt or "
+                        "unsupported)" +
+                        (Said.empty() ? "" : ": " + Said));
   }
 
   LiteRtParamIndex NumSignatures = 0;
@@ -387,9 +426,9 @@ std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
     LiteRtStatus S = A.CreateCompiledModel(H.Env, H.Model, H.Options, &H.Compiled);
     std::string Said = oneLine(Capture.release(), /*KeepInfo=*/false);
     if (S != 0)
-      throw LiteRtError(ModelPath + ": LiteRT cannot prepare this model for the CPU" +
-                        (Said.empty() ? std::string(" (an operator it does not support?)")
-                                      : ": " + Said));
+      throw LiteRtError(
+          ModelPath + ": LiteRT cannot prepare this model for the CPU" +
+          (Said.empty() ? std::string(" (an operator it does not support?)") : ": " + Said));
     if (!Said.empty())
       std::fprintf(stderr, "mlopt: LiteRT: %s\n", Said.c_str());
   }

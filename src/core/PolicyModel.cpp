@@ -65,7 +65,8 @@ bool isDirectory(const std::string &P) {
 }
 
 bool endsWith(const std::string &S, const std::string &Suffix) {
-  return S.size() >= Suffix.size() && S.compare(S.size() - Suffix.size(), Suffix.size(), Suffix) == 0;
+  return S.size() >= Suffix.size() &&
+         S.compare(S.size() - Suffix.size(), Suffix.size(), Suffix) == 0;
 }
 
 std::string shapeText(const std::vector<int64_t> &Shape) {
@@ -80,8 +81,7 @@ std::string specText(const TensorSpec &S) {
 }
 
 /// Does model tensor `T` stand for `Name` at `Port` (with optional prefix)?
-bool matches(const ModelTensor &T, const std::string &Prefix, const std::string &Name,
-             int Port) {
+bool matches(const ModelTensor &T, const std::string &Prefix, const std::string &Name, int Port) {
   const std::string Full = Prefix + Name;
   const std::string WithPort = Full + ":" + std::to_string(Port);
   if (T.TensorName == WithPort)
@@ -147,10 +147,9 @@ std::vector<OutputEntry> parseOutputSpec(const json::Value &V, const std::string
 }
 
 bool isTrainingOnlyInput(const ModelTensor &T, const std::string &Prefix, TensorType &Type) {
-  static const std::pair<const char *, TensorType> Known[] = {
-      {"discount", TensorType::Float},
-      {"reward", TensorType::Float},
-      {"step_type", TensorType::Int32}};
+  static const std::pair<const char *, TensorType> Known[] = {{"discount", TensorType::Float},
+                                                              {"reward", TensorType::Float},
+                                                              {"step_type", TensorType::Int32}};
   for (const auto &[Name, Ty] : Known)
     if (matches(T, Prefix, Name, 0)) {
       Type = Ty;
@@ -223,8 +222,8 @@ private:
       if (J == Out.size() && Out.size() == 1)
         J = 0;
       if (J == Out.size())
-        throw PolicyError(File + ": no output named '" + Opts.DecisionName +
-                          "' among " + std::to_string(Out.size()) +
+        throw PolicyError(File + ": no output named '" + Opts.DecisionName + "' among " +
+                          std::to_string(Out.size()) +
                           " outputs (use a model directory with output_spec.json)");
       const ModelTensor &T = Out[J];
       if (!T.KnownType || (T.Type != TensorType::Int64 && T.Type != TensorType::Int32 &&
@@ -249,8 +248,8 @@ private:
         throw PolicyError(File + ": output '" + T.TensorName + "' has type " + T.describe() +
                           ", output_spec.json says " + specText(S));
       if (T.ByteSize != S.byteSize())
-        throw PolicyError(File + ": output '" + T.TensorName + "' has shape " +
-                          shapeText(T.Shape) + ", output_spec.json says " + specText(S));
+        throw PolicyError(File + ": output '" + T.TensorName + "' has shape " + shapeText(T.Shape) +
+                          ", output_spec.json says " + specText(S));
       if (I == 0) {
         DecisionSpec = TensorSpec(Opts.DecisionName, S.type(), {1});
         DecisionData = Model->outputData(J);
@@ -294,8 +293,8 @@ BoundPolicyModel<CompiledPolicy>::BoundPolicyModel(const std::string &PathIn,
   Model = CompiledPolicy::load(Path);
   std::vector<OutputEntry> Outputs;
   if (Model->outputSpec().isArray())
-    Outputs = parseOutputSpec(Model->outputSpec(), Path + " (embedded output_spec)",
-                              Opts.DecisionName);
+    Outputs =
+        parseOutputSpec(Model->outputSpec(), Path + " (embedded output_spec)", Opts.DecisionName);
   bindInputs(Path, Opts);
   bindOutputs(Path, Opts, Outputs);
 }

@@ -51,7 +51,7 @@ public:
 struct PolicyLoadOptions {
   std::string FeedPrefix = "action_"; // LLVM's -ml-inliner-trained-model-feed-prefix
   std::string DecisionName = "inlining_decision";
-  std::string LiteRtLibrary;          // empty: liteRtLibraryCandidates()
+  std::string LiteRtLibrary; // empty: liteRtLibraryCandidates()
 };
 
 class PolicyModel {

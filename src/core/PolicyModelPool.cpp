@@ -4,16 +4,14 @@ namespace mlopt {
 
 PolicyModelPool::PolicyModelPool(std::string PathIn, std::vector<TensorSpec> FeaturesIn,
                                  PolicyLoadOptions OptionsIn)
-    : Path(std::move(PathIn)), Features(std::move(FeaturesIn)),
-      Options(std::move(OptionsIn)) {}
+    : Path(std::move(PathIn)), Features(std::move(FeaturesIn)), Options(std::move(OptionsIn)) {}
 
-std::shared_ptr<PolicyModelPool>
-PolicyModelPool::load(std::string Path, std::vector<TensorSpec> Features,
-                      PolicyLoadOptions Options) {
+std::shared_ptr<PolicyModelPool> PolicyModelPool::load(std::string Path,
+                                                       std::vector<TensorSpec> Features,
+                                                       PolicyLoadOptions Options) {
   std::shared_ptr<PolicyModelPool> Pool(
       new PolicyModelPool(std::move(Path), std::move(Features), std::move(Options)));
-  std::unique_ptr<PolicyModel> First =
-      loadPolicyModel(Pool->Path, Pool->Features, Pool->Options);
+  std::unique_ptr<PolicyModel> First = loadPolicyModel(Pool->Path, Pool->Features, Pool->Options);
   Pool->Kind = First->kind();
   Pool->Decision = First->decisionSpec();
   Pool->Extras = First->extraOutputs();

@@ -23,8 +23,8 @@ namespace mlopt {
 
 class PolicyModelPool : public std::enable_shared_from_this<PolicyModelPool> {
 public:
-  static std::shared_ptr<PolicyModelPool>
-  load(std::string Path, std::vector<TensorSpec> Features, PolicyLoadOptions Options);
+  static std::shared_ptr<PolicyModelPool> load(std::string Path, std::vector<TensorSpec> Features,
+                                               PolicyLoadOptions Options);
 
   /// An instance for the caller's exclusive use; returned to the pool when
   /// the last copy of the pointer goes away.
@@ -38,8 +38,7 @@ public:
   size_t loadedInstances() const;
 
 private:
-  PolicyModelPool(std::string Path, std::vector<TensorSpec> Features,
-                  PolicyLoadOptions Options);
+  PolicyModelPool(std::string Path, std::vector<TensorSpec> Features, PolicyLoadOptions Options);
   std::string Path;
   std::vector<TensorSpec> Features;
   PolicyLoadOptions Options;

@@ -12,16 +12,11 @@ struct TypeInfo {
   char NumpyChar;
 };
 const TypeInfo Types[] = {
-    {TensorType::Float, "float", 4, 'f'},
-    {TensorType::Double, "double", 8, 'd'},
-    {TensorType::Int8, "int8_t", 1, 'b'},
-    {TensorType::UInt8, "uint8_t", 1, 'B'},
-    {TensorType::Int16, "int16_t", 2, 'h'},
-    {TensorType::UInt16, "uint16_t", 2, 'H'},
-    {TensorType::Int32, "int32_t", 4, 'i'},
-    {TensorType::UInt32, "uint32_t", 4, 'I'},
-    {TensorType::Int64, "int64_t", 8, 'q'},
-    {TensorType::UInt64, "uint64_t", 8, 'Q'},
+    {TensorType::Float, "float", 4, 'f'},   {TensorType::Double, "double", 8, 'd'},
+    {TensorType::Int8, "int8_t", 1, 'b'},   {TensorType::UInt8, "uint8_t", 1, 'B'},
+    {TensorType::Int16, "int16_t", 2, 'h'}, {TensorType::UInt16, "uint16_t", 2, 'H'},
+    {TensorType::Int32, "int32_t", 4, 'i'}, {TensorType::UInt32, "uint32_t", 4, 'I'},
+    {TensorType::Int64, "int64_t", 8, 'q'}, {TensorType::UInt64, "uint64_t", 8, 'Q'},
 };
 const TypeInfo *info(TensorType T) {
   for (const TypeInfo &I : Types)
@@ -54,16 +49,13 @@ char tensorTypeNumpyChar(TensorType T) {
   return I ? I->NumpyChar : '?';
 }
 
-TensorSpec::TensorSpec(std::string Name, TensorType Type,
-                       std::vector<int64_t> Shape, int Port)
-    : Name(std::move(Name)), Port(Port), Type(Type), Shape(std::move(Shape)),
-      ElementCount(1) {
+TensorSpec::TensorSpec(std::string Name, TensorType Type, std::vector<int64_t> Shape, int Port)
+    : Name(std::move(Name)), Port(Port), Type(Type), Shape(std::move(Shape)), ElementCount(1) {
   if (!info(Type))
     throw SpecError("tensor '" + this->Name + "': invalid element type");
   for (int64_t D : this->Shape) {
     if (D < 0)
-      throw SpecError("tensor '" + this->Name + "': negative dimension " +
-                      std::to_string(D));
+      throw SpecError("tensor '" + this->Name + "': negative dimension " + std::to_string(D));
     if (D != 0 && ElementCount > MaxTensorBytes / size_t(D))
       throw SpecError("tensor '" + this->Name + "': shape too large");
     ElementCount *= size_t(D);
@@ -72,8 +64,7 @@ TensorSpec::TensorSpec(std::string Name, TensorType Type,
     throw SpecError("tensor '" + this->Name + "': shape too large");
 }
 
-TensorSpec::TensorSpec(std::string NewName, const TensorSpec &Other)
-    : TensorSpec(Other) {
+TensorSpec::TensorSpec(std::string NewName, const TensorSpec &Other) : TensorSpec(Other) {
   Name = std::move(NewName);
 }
 
@@ -106,9 +97,7 @@ TensorSpec TensorSpec::fromJSON(const json::Value &V) {
   if (!Name || !Name->isString())
     throw SpecError("tensor spec needs a string 'name'");
   const std::string &N = Name->asString();
-  auto Where = [&](const std::string &What) {
-    return "tensor spec '" + N + "': " + What;
-  };
+  auto Where = [&](const std::string &What) { return "tensor spec '" + N + "': " + What; };
   const json::Value *Type = V.get("type");
   if (!Type || !Type->isString())
     throw SpecError(Where("needs a string 'type'"));
@@ -119,8 +108,7 @@ TensorSpec TensorSpec::fromJSON(const json::Value &V) {
                           "uint8_t, int16_t, uint16_t, int32_t, uint32_t, "
                           "int64_t, uint64_t)"));
   const json::Value *Port = V.get("port");
-  if (!Port || !Port->isInt() || Port->asInt() < INT_MIN ||
-      Port->asInt() > INT_MAX)
+  if (!Port || !Port->isInt() || Port->asInt() < INT_MIN || Port->asInt() > INT_MAX)
     throw SpecError(Where("needs an integer 'port'"));
   const json::Value *Shape = V.get("shape");
   if (!Shape || !Shape->isArray())

@@ -58,8 +58,7 @@ class TensorSpec {
 public:
   /// Throws SpecError for an Invalid type, a negative dimension or a tensor
   /// larger than 2^40 bytes.
-  TensorSpec(std::string Name, TensorType Type, std::vector<int64_t> Shape,
-             int Port = 0);
+  TensorSpec(std::string Name, TensorType Type, std::vector<int64_t> Shape, int Port = 0);
   /// LLVM's renaming constructor: a copy of Other named NewName.
   TensorSpec(std::string NewName, const TensorSpec &Other);
 
@@ -72,8 +71,7 @@ public:
   size_t byteSize() const { return ElementCount * tensorTypeSize(Type); }
 
   bool operator==(const TensorSpec &O) const {
-    return Name == O.Name && Port == O.Port && Type == O.Type &&
-           Shape == O.Shape;
+    return Name == O.Name && Port == O.Port && Type == O.Type && Shape == O.Shape;
   }
   bool operator!=(const TensorSpec &O) const { return !(*this == O); }
 

@@ -21,8 +21,8 @@ std::string byteName(unsigned char C) {
 /// Fast path for `<Prefix><digits>}\n`. Returns the line length (with '\n')
 /// and sets Id; 0 if the bytes are incomplete but could still match; -1 if
 /// they are not in that exact form (use the general JSON path).
-long matchCounterLine(const char *P, size_t Avail, const char *Prefix,
-                      size_t PrefixLen, int64_t &Id) {
+long matchCounterLine(const char *P, size_t Avail, const char *Prefix, size_t PrefixLen,
+                      int64_t &Id) {
   if (Avail < PrefixLen)
     return memcmp(P, Prefix, Avail) == 0 ? 0 : -1;
   if (memcmp(P, Prefix, PrefixLen) != 0)
@@ -64,8 +64,7 @@ std::string TrainingLogParser::where(int64_t Id) const {
   return S;
 }
 
-json::Value TrainingLogParser::parseLine(const char *P, size_t Len,
-                                         uint64_t At) const {
+json::Value TrainingLogParser::parseLine(const char *P, size_t Len, uint64_t At) const {
   try {
     return json::parse(P, Len);
   } catch (const json::JsonError &E) {
@@ -73,8 +72,7 @@ json::Value TrainingLogParser::parseLine(const char *P, size_t Len,
   }
 }
 
-size_t TrainingLogParser::parse(const char *Data, size_t Size,
-                                LogRecordSink &Sink) {
+size_t TrainingLogParser::parse(const char *Data, size_t Size, LogRecordSink &Sink) {
   size_t Pos = 0;
   while (Pos < Size) {
     size_t N = parseRecord(Data + Pos, Size - Pos, Sink);
@@ -91,8 +89,7 @@ void TrainingLogParser::finish(const char *Data, size_t Size) {
   fail(Offset, "incomplete record at end of input");
 }
 
-size_t TrainingLogParser::parseHeader(const char *P, size_t Avail,
-                                      LogRecordSink &Sink) {
+size_t TrainingLogParser::parseHeader(const char *P, size_t Avail, LogRecordSink &Sink) {
   // A log starts with its JSON header object: anything else is not a log
   // at all (a C file, an object file), said at once, without waiting for a
   // newline that may never come.
@@ -104,10 +101,10 @@ size_t TrainingLogParser::parseHeader(const char *P, size_t Avail,
     else
       snprintf(Shown, sizeof Shown, "0x%02x", C);
     fail(0, std::string("not an MLGO training log: bad header: expected a JSON object with a "
-                        "'features' list, the input starts with ") + Shown);
+                        "'features' list, the input starts with ") +
+                Shown);
   }
-  const char *NL =
-      static_cast<const char *>(memchr(P, '\n', std::min(Avail, MaxLineBytes)));
+  const char *NL = static_cast<const char *>(memchr(P, '\n', std::min(Avail, MaxLineBytes)));
   if (!NL) {
     if (Avail >= MaxLineBytes)
       fail(0, "bad header: no newline in the first 64 MiB");
@@ -146,23 +143,20 @@ size_t TrainingLogParser::parseHeader(const char *P, size_t Avail,
   return Len + 1;
 }
 
-size_t TrainingLogParser::parseRecord(const char *P, size_t Avail,
-                                      LogRecordSink &Sink) {
+size_t TrainingLogParser::parseRecord(const char *P, size_t Avail, LogRecordSink &Sink) {
   if (!Header)
     return parseHeader(P, Avail, Sink);
   if (*P != '{')
     fail(Offset, "expected a JSON record starting with '{', found byte " +
                      byteName(static_cast<unsigned char>(*P)));
   int64_t Id = 0;
-  long Line = matchCounterLine(P, Avail, ObservationPrefix,
-                               ObservationPrefixLen, Id);
+  long Line = matchCounterLine(P, Avail, ObservationPrefix, ObservationPrefixLen, Id);
   if (Line > 0)
     return parseObservation(P, Avail, size_t(Line), Id, Sink);
   if (Line == 0)
     return 0;
 
-  const char *NL =
-      static_cast<const char *>(memchr(P, '\n', std::min(Avail, MaxLineBytes)));
+  const char *NL = static_cast<const char *>(memchr(P, '\n', std::min(Avail, MaxLineBytes)));
   if (!NL) {
     if (Avail >= MaxLineBytes)
       fail(Offset, "record line longer than 64 MiB");
@@ -196,12 +190,10 @@ size_t TrainingLogParser::parseRecord(const char *P, size_t Avail,
   fail(Offset, "unknown record kind '" + Key + "'");
 }
 
-size_t TrainingLogParser::parseObservation(const char *P, size_t Avail,
-                                           size_t LineLen, int64_t Id,
+size_t TrainingLogParser::parseObservation(const char *P, size_t Avail, size_t LineLen, int64_t Id,
                                            LogRecordSink &Sink) {
   if (CurrentContext < 0)
-    fail(Offset, "observation " + std::to_string(Id) +
-                     " comes before any context record");
+    fail(Offset, "observation " + std::to_string(Id) + " comes before any context record");
   const LogHeader &H = *Header;
   size_t End = LineLen + H.PayloadBytes;
   if (Avail <= End)
@@ -209,9 +201,8 @@ size_t TrainingLogParser::parseObservation(const char *P, size_t Avail,
   if (P[End] != '\n')
     fail(Offset + End, "missing observation terminator: expected 0x0a after "
                        "the " +
-                           std::to_string(H.PayloadBytes) +
-                           " payload bytes of " + where(Id) + ", found " +
-                           byteName(static_cast<unsigned char>(P[End])));
+                           std::to_string(H.PayloadBytes) + " payload bytes of " + where(Id) +
+                           ", found " + byteName(static_cast<unsigned char>(P[End])));
   ++End;
   if (!H.Score) {
     Sink.onObservation(size_t(CurrentContext), Id, P + LineLen, nullptr);
@@ -228,8 +219,7 @@ size_t TrainingLogParser::parseObservation(const char *P, size_t Avail,
   if (OLine == 0)
     return 0;
   if (OLine < 0) {
-    const char *NL = static_cast<const char *>(
-        memchr(Q, '\n', std::min(QAvail, MaxLineBytes)));
+    const char *NL = static_cast<const char *>(memchr(Q, '\n', std::min(QAvail, MaxLineBytes)));
     if (!NL) {
       if (*Q != '{')
         fail(QAt, "missing outcome for " + where(Id) + " (the header has score '" +
@@ -243,26 +233,23 @@ size_t TrainingLogParser::parseObservation(const char *P, size_t Avail,
     json::Value V = parseLine(Q, Len, QAt);
     const json::Value *Out = V.get("outcome");
     if (!Out || V.asObject().size() != 1)
-      fail(QAt, "missing outcome for " + where(Id) + " (the header has score '" +
-                    H.Score->name() + "'), found " +
-                    std::string(Q, std::min<size_t>(Len, 80)));
+      fail(QAt, "missing outcome for " + where(Id) + " (the header has score '" + H.Score->name() +
+                    "'), found " + std::string(Q, std::min<size_t>(Len, 80)));
     if (!Out->isInt())
       fail(QAt, "outcome number must be an integer");
     OutId = Out->asInt();
     OLine = long(Len + 1);
   }
   if (OutId != Id)
-    fail(QAt, "outcome " + std::to_string(OutId) + " does not match " +
-                  where(Id));
+    fail(QAt, "outcome " + std::to_string(OutId) + " does not match " + where(Id));
   size_t ScoreAt = End + size_t(OLine);
   size_t ScoreEnd = ScoreAt + H.Score->byteSize();
   if (Avail <= ScoreEnd)
     return 0;
   if (P[ScoreEnd] != '\n')
-    fail(Offset + ScoreEnd,
-         "missing outcome terminator: expected 0x0a after score '" +
-             H.Score->name() + "' of " + where(Id) + ", found " +
-             byteName(static_cast<unsigned char>(P[ScoreEnd])));
+    fail(Offset + ScoreEnd, "missing outcome terminator: expected 0x0a after score '" +
+                                H.Score->name() + "' of " + where(Id) + ", found " +
+                                byteName(static_cast<unsigned char>(P[ScoreEnd])));
   Sink.onObservation(size_t(CurrentContext), Id, P + LineLen, P + ScoreAt);
   ++Observations;
   return ScoreEnd + 1;
@@ -274,8 +261,7 @@ void TrainingLogParser::diagnoseTail(const char *P, size_t Avail) {
                 " bytes without the header's terminating newline");
   const LogHeader &H = *Header;
   int64_t Id = 0;
-  long Line = matchCounterLine(P, Avail, ObservationPrefix,
-                               ObservationPrefixLen, Id);
+  long Line = matchCounterLine(P, Avail, ObservationPrefix, ObservationPrefixLen, Id);
   if (Line <= 0) {
     const char *NL = static_cast<const char *>(memchr(P, '\n', Avail));
     if (!NL)
@@ -294,12 +280,9 @@ void TrainingLogParser::diagnoseTail(const char *P, size_t Avail) {
     size_t Need = H.FeatureOffsets[F] + H.Features[F].byteSize();
     if (Rest < Need)
       fail(PayloadAt + std::min(Rest, H.FeatureOffsets[F]),
-           "truncated tensor '" + H.Features[F].name() + "' in " + where(Id) +
-               ": needs " + std::to_string(H.Features[F].byteSize()) +
-               " bytes, input ends after " +
-               std::to_string(Rest > H.FeatureOffsets[F]
-                                  ? Rest - H.FeatureOffsets[F]
-                                  : 0));
+           "truncated tensor '" + H.Features[F].name() + "' in " + where(Id) + ": needs " +
+               std::to_string(H.Features[F].byteSize()) + " bytes, input ends after " +
+               std::to_string(Rest > H.FeatureOffsets[F] ? Rest - H.FeatureOffsets[F] : 0));
   }
   if (Rest == H.PayloadBytes)
     fail(PayloadAt + Rest, "missing observation terminator: input ends after "
@@ -312,20 +295,19 @@ void TrainingLogParser::diagnoseTail(const char *P, size_t Avail) {
   const char *Q = P + (Avail - Rest);
   const char *NL = static_cast<const char *>(memchr(Q, '\n', Rest));
   if (Rest == 0)
-    fail(OutAt, "missing outcome for " + where(Id) +
-                    ": input ends (the header has score '" + H.Score->name() +
-                    "')");
+    fail(OutAt, "missing outcome for " + where(Id) + ": input ends (the header has score '" +
+                    H.Score->name() + "')");
   if (!NL)
     fail(OutAt, "truncated outcome record of " + where(Id));
   size_t ORest = Rest - size_t(NL - Q) - 1;
   if (ORest < H.Score->byteSize())
-    fail(OutAt + size_t(NL - Q) + 1,
-         "truncated tensor '" + H.Score->name() + "' (outcome of " + where(Id) +
-             "): needs " + std::to_string(H.Score->byteSize()) +
-             " bytes, input ends after " + std::to_string(ORest));
+    fail(OutAt + size_t(NL - Q) + 1, "truncated tensor '" + H.Score->name() + "' (outcome of " +
+                                         where(Id) + "): needs " +
+                                         std::to_string(H.Score->byteSize()) +
+                                         " bytes, input ends after " + std::to_string(ORest));
   fail(OutAt + size_t(NL - Q) + 1 + H.Score->byteSize(),
-       "missing outcome terminator: input ends after score '" +
-           H.Score->name() + "' of " + where(Id));
+       "missing outcome terminator: input ends after score '" + H.Score->name() + "' of " +
+           where(Id));
 }
 
 } // namespace mlopt

@@ -32,8 +32,8 @@ namespace mlopt {
 class LogFormatError : public std::runtime_error {
 public:
   LogFormatError(uint64_t Offset, std::string Reason)
-      : std::runtime_error("byte " + std::to_string(Offset) + ": " + Reason),
-        Offset(Offset), Reason(std::move(Reason)) {}
+      : std::runtime_error("byte " + std::to_string(Offset) + ": " + Reason), Offset(Offset),
+        Reason(std::move(Reason)) {}
   uint64_t offset() const { return Offset; }
   const std::string &reason() const { return Reason; }
 
@@ -64,8 +64,8 @@ public:
   virtual void onContext(size_t ContextIndex) = 0;
   /// Payload holds header.PayloadBytes bytes; Score holds the score tensor
   /// bytes, or is null when the header has no score.
-  virtual void onObservation(size_t ContextIndex, int64_t ObservationId,
-                             const char *Payload, const char *Score) = 0;
+  virtual void onObservation(size_t ContextIndex, int64_t ObservationId, const char *Payload,
+                             const char *Score) = 0;
 };
 
 class TrainingLogParser {
@@ -92,8 +92,8 @@ private:
   /// Tries one record at P; returns its length, or 0 if incomplete.
   size_t parseRecord(const char *P, size_t Avail, LogRecordSink &Sink);
   size_t parseHeader(const char *P, size_t Avail, LogRecordSink &Sink);
-  size_t parseObservation(const char *P, size_t Avail, size_t LineLen,
-                          int64_t Id, LogRecordSink &Sink);
+  size_t parseObservation(const char *P, size_t Avail, size_t LineLen, int64_t Id,
+                          LogRecordSink &Sink);
   /// Parses a non-fast-path record line [P, P+Len) (without '\n').
   json::Value parseLine(const char *P, size_t Len, uint64_t At) const;
   [[noreturn]] void fail(uint64_t At, const std::string &Reason) const;

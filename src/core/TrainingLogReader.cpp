@@ -16,13 +16,11 @@ ColumnarLog::~ColumnarLog() {
 }
 
 ColumnarLog::ColumnarLog(ColumnarLog &&O) noexcept
-    : HasHeader(O.HasHeader), Header(std::move(O.Header)),
-      Contexts(std::move(O.Contexts)), Features(std::move(O.Features)),
-      ScoreColumn(O.ScoreColumn), ContextColumn(O.ContextColumn),
+    : HasHeader(O.HasHeader), Header(std::move(O.Header)), Contexts(std::move(O.Contexts)),
+      Features(std::move(O.Features)), ScoreColumn(O.ScoreColumn), ContextColumn(O.ContextColumn),
       IdColumn(O.IdColumn), Rows(O.Rows), InputBytes(O.InputBytes),
-      TruncatedBytes(O.TruncatedBytes),
-      TruncationReason(std::move(O.TruncationReason)), SizeHint(O.SizeHint),
-      Capacity(O.Capacity) {
+      TruncatedBytes(O.TruncatedBytes), TruncationReason(std::move(O.TruncationReason)),
+      SizeHint(O.SizeHint), Capacity(O.Capacity) {
   O.Features.clear();
   O.ScoreColumn = O.ContextColumn = O.IdColumn = Column();
   O.Rows = O.Capacity = 0;
@@ -81,8 +79,8 @@ char *ColumnarLog::release(Column &C) {
 
 namespace {
 /// Parses Data (whose tail is incomplete) at end of input.
-void finishInput(TrainingLogParser &Parser, ColumnarLog &Log, const char *Data,
-                 size_t Size, bool AllowTruncated) {
+void finishInput(TrainingLogParser &Parser, ColumnarLog &Log, const char *Data, size_t Size,
+                 bool AllowTruncated) {
   if (!Size)
     return;
   if (!AllowTruncated)

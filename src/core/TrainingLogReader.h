@@ -47,11 +47,9 @@ public:
     if (Rows == Capacity)
       grow(Capacity ? Capacity * 2 : 1024);
     for (Column &C : Features)
-      copyCell(C.Data + Rows * C.RowBytes, Payload + C.PayloadOffset,
-               C.RowBytes);
+      copyCell(C.Data + Rows * C.RowBytes, Payload + C.PayloadOffset, C.RowBytes);
     if (Score)
-      copyCell(ScoreColumn.Data + Rows * ScoreColumn.RowBytes, Score,
-               ScoreColumn.RowBytes);
+      copyCell(ScoreColumn.Data + Rows * ScoreColumn.RowBytes, Score, ScoreColumn.RowBytes);
     reinterpret_cast<int32_t *>(ContextColumn.Data)[Rows] = int32_t(ContextIndex);
     reinterpret_cast<int64_t *>(IdColumn.Data)[Rows] = Id;
     ++Rows;

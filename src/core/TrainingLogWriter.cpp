@@ -6,8 +6,8 @@ TrainingLogWriter::TrainingLogWriter(std::unique_ptr<ByteSink> SinkIn,
                                      std::vector<TensorSpec> FeaturesIn,
                                      std::optional<TensorSpec> ScoreIn,
                                      std::optional<TensorSpec> AdviceIn)
-    : Sink(std::move(SinkIn)), Features(std::move(FeaturesIn)),
-      Score(std::move(ScoreIn)), Advice(std::move(AdviceIn)) {
+    : Sink(std::move(SinkIn)), Features(std::move(FeaturesIn)), Score(std::move(ScoreIn)),
+      Advice(std::move(AdviceIn)) {
   std::string Header = "{\"features\":[";
   for (size_t I = 0; I < Features.size(); ++I) {
     if (I)
@@ -86,25 +86,21 @@ void TrainingLogWriter::startObservation() {
   LastObservationHasOutcome = !Score;
 }
 
-void TrainingLogWriter::logTensorValue(size_t FeatureIndex, const void *Data,
-                                       size_t Size) {
+void TrainingLogWriter::logTensorValue(size_t FeatureIndex, const void *Data, size_t Size) {
   if (!observationOpen())
     throw LogUsageError("log_tensor: no observation is open");
   if (FeatureIndex >= Features.size())
-    throw LogUsageError("log_tensor: feature index " +
-                        std::to_string(FeatureIndex) + " out of range (" +
-                        std::to_string(Features.size()) + " features)");
+    throw LogUsageError("log_tensor: feature index " + std::to_string(FeatureIndex) +
+                        " out of range (" + std::to_string(Features.size()) + " features)");
   const TensorSpec &Spec = Features[FeatureIndex];
   if (long(FeatureIndex) != NextFeature)
     throw LogUsageError("log_tensor: feature '" + Spec.name() + "' (index " +
-                        std::to_string(FeatureIndex) +
-                        ") logged out of order; expected feature '" +
+                        std::to_string(FeatureIndex) + ") logged out of order; expected feature '" +
                         Features[size_t(NextFeature)].name() + "' (index " +
                         std::to_string(NextFeature) + ")");
   if (Size != Spec.byteSize())
     throw LogUsageError("log_tensor: feature '" + Spec.name() + "' needs " +
-                        std::to_string(Spec.byteSize()) + " bytes, got " +
-                        std::to_string(Size));
+                        std::to_string(Spec.byteSize()) + " bytes, got " + std::to_string(Size));
   write(Data, Size);
   ++NextFeature;
 }
@@ -113,8 +109,7 @@ void TrainingLogWriter::endObservation() {
   if (!observationOpen())
     throw LogUsageError("end_observation: no observation is open");
   if (size_t(NextFeature) != Features.size())
-    throw LogUsageError("end_observation: feature '" +
-                        Features[size_t(NextFeature)].name() +
+    throw LogUsageError("end_observation: feature '" + Features[size_t(NextFeature)].name() +
                         "' was not logged");
   emit("\n");
   NextFeature = -1;
@@ -130,26 +125,22 @@ void TrainingLogWriter::logReward(const void *Data, size_t Size) {
   if (!HasContext || It == ObservationIds.end())
     throw LogUsageError("log_reward: no observation in the current context");
   if (LastObservationHasOutcome)
-    throw LogUsageError("log_reward: observation " +
-                        std::to_string(It->second) +
+    throw LogUsageError("log_reward: observation " + std::to_string(It->second) +
                         " already has its reward");
   if (Size != Score->byteSize())
     throw LogUsageError("log_reward: score '" + Score->name() + "' needs " +
-                        std::to_string(Score->byteSize()) + " bytes, got " +
-                        std::to_string(Size));
+                        std::to_string(Score->byteSize()) + " bytes, got " + std::to_string(Size));
   emit("{\"outcome\":" + std::to_string(It->second) + "}\n");
   write(Data, Size);
   emit("\n");
   LastObservationHasOutcome = true;
 }
 
-void TrainingLogWriter::logObservations(size_t N,
-                                        const std::vector<const char *> &Cols,
+void TrainingLogWriter::logObservations(size_t N, const std::vector<const char *> &Cols,
                                         const char *Scores) {
   if (Cols.size() != Features.size())
-    throw LogUsageError("log_observations: got " + std::to_string(Cols.size()) +
-                        " columns for " + std::to_string(Features.size()) +
-                        " features");
+    throw LogUsageError("log_observations: got " + std::to_string(Cols.size()) + " columns for " +
+                        std::to_string(Features.size()) + " features");
   if (bool(Score) != (Scores != nullptr))
     throw LogUsageError(Score ? "log_observations: this log has a score; "
                                 "scores are required"

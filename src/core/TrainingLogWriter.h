@@ -40,8 +40,7 @@ public:
 
 class TrainingLogWriter {
 public:
-  TrainingLogWriter(std::unique_ptr<ByteSink> Sink,
-                    std::vector<TensorSpec> Features,
+  TrainingLogWriter(std::unique_ptr<ByteSink> Sink, std::vector<TensorSpec> Features,
                     std::optional<TensorSpec> Score = std::nullopt,
                     std::optional<TensorSpec> Advice = std::nullopt);
   ~TrainingLogWriter();
@@ -66,8 +65,7 @@ public:
   /// Writes N whole observations from column buffers (Columns[i] holds N
   /// rows of feature i, contiguous) and, with a score spec, N outcomes from
   /// Scores (N rows). Same bytes as the equivalent sequence of single calls.
-  void logObservations(size_t N, const std::vector<const char *> &Columns,
-                       const char *Scores);
+  void logObservations(size_t N, const std::vector<const char *> &Columns, const char *Scores);
 
   const std::vector<TensorSpec> &features() const { return Features; }
   const std::optional<TensorSpec> &score() const { return Score; }

@@ -3,8 +3,8 @@
 // Contract: registerErrorTranslator() installs, for the calling extension
 // module, the one translation of every mlopt C++ error into its class in
 // mlopt.errors (all derive from MloptError): LogFormatError keeps its
-// reason and byte offset, FileError becomes an OSError with errno and path
-// (FileExistsError, FileNotFoundError, ... by errno). Both extension modules
+// reason and byte offset, FileError becomes OutputExistsError for an output
+// that exists, else an OSError with errno and path (FileNotFoundError, ...). Both extension modules
 // (_core and _engine) register it, so an error means the same whichever
 // module raised it.
 //
@@ -22,6 +22,8 @@
 #include "TrainingLogWriter.h"
 
 #include <nanobind/nanobind.h>
+
+#include <cerrno>
 
 namespace mlopt {
 
@@ -55,7 +57,11 @@ inline void translateError(const std::exception_ptr &P, void *) {
   } catch (const CompileError &E) {
     raisePythonError(errorClass("CompileError")(E.what()));
   } catch (const FileError &E) {
-    raisePythonError(nanobind::handle(PyExc_OSError)(E.code().value(), E.code().message(), E.path()));
+    if (E.code().value() == EEXIST) // an output mlopt would not replace
+      raisePythonError(errorClass("OutputExistsError")(E.path()));
+    else
+      raisePythonError(
+          nanobind::handle(PyExc_OSError)(E.code().value(), E.code().message(), E.path()));
   }
 }
 

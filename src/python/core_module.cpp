@@ -30,8 +30,7 @@ using namespace mlopt;
 namespace {
 
 nb::str decodeName(const std::string &S) {
-  PyObject *O = PyUnicode_DecodeUTF8(S.data(), Py_ssize_t(S.size()),
-                                     "surrogateescape");
+  PyObject *O = PyUnicode_DecodeUTF8(S.data(), Py_ssize_t(S.size()), "surrogateescape");
   if (!O)
     throw nb::python_error();
   return nb::steal<nb::str>(O);
@@ -65,11 +64,10 @@ TensorType typeFromObject(nb::handle T) {
   try {
     Dtype = nb::module_::import_("numpy").attr("dtype")(T);
   } catch (nb::python_error &) {
-    throw SpecError(
-        ("unknown tensor type " + nb::cast<std::string>(nb::repr(T)) +
-         " (expected float, double, int8_t, uint8_t, int16_t, uint16_t, "
-         "int32_t, uint32_t, int64_t, uint64_t or a numpy dtype)")
-            .c_str());
+    throw SpecError(("unknown tensor type " + nb::cast<std::string>(nb::repr(T)) +
+                     " (expected float, double, int8_t, uint8_t, int16_t, uint16_t, "
+                     "int32_t, uint32_t, int64_t, uint64_t or a numpy dtype)")
+                        .c_str());
   }
   std::string Char = nb::cast<std::string>(Dtype.attr("char"));
   for (int I = int(TensorType::Float); I <= int(TensorType::UInt64); ++I)
@@ -80,9 +78,9 @@ TensorType typeFromObject(nb::handle T) {
     return TensorType::Int64;
   if (Char == "L")
     return TensorType::UInt64;
-  throw SpecError(("numpy dtype " + nb::cast<std::string>(nb::str(Dtype)) +
-                         " has no MLGO tensor type")
-                            .c_str());
+  throw SpecError(
+      ("numpy dtype " + nb::cast<std::string>(nb::str(Dtype)) + " has no MLGO tensor type")
+          .c_str());
 }
 
 nb::object numpyDtype(TensorType T) {
@@ -128,9 +126,7 @@ nb::object ownedArray(char *Data, size_t Rows, const std::vector<int64_t> &Shape
   return nb::cast(A, nb::rv_policy::reference);
 }
 
-nb::object specOrNone(const std::optional<TensorSpec> &S) {
-  return S ? nb::cast(*S) : nb::none();
-}
+nb::object specOrNone(const std::optional<TensorSpec> &S) { return S ? nb::cast(*S) : nb::none(); }
 
 nb::dict logToDict(ColumnarLog &Log) {
   nb::dict D;
@@ -141,25 +137,21 @@ nb::dict logToDict(ColumnarLog &Log) {
     for (size_t I = 0; I < H.Features.size(); ++I) {
       Features.append(H.Features[I]);
       Columns.append(ownedArray(ColumnarLog::release(Log.Features[I]), Log.Rows,
-                                H.Features[I].shape(),
-                                dlpackType(H.Features[I].type())));
+                                H.Features[I].shape(), dlpackType(H.Features[I].type())));
     }
     D["score"] = specOrNone(H.Score);
     D["advice"] = specOrNone(H.Advice);
-    D["score_column"] =
-        H.Score ? ownedArray(ColumnarLog::release(Log.ScoreColumn), Log.Rows,
-                             H.Score->shape(), dlpackType(H.Score->type()))
-                : nb::none();
-    D["context_index"] = ownedArray(ColumnarLog::release(Log.ContextColumn),
-                                    Log.Rows, {}, nb::dtype<int32_t>());
-    D["observation_id"] = ownedArray(ColumnarLog::release(Log.IdColumn),
-                                     Log.Rows, {}, nb::dtype<int64_t>());
+    D["score_column"] = H.Score ? ownedArray(ColumnarLog::release(Log.ScoreColumn), Log.Rows,
+                                             H.Score->shape(), dlpackType(H.Score->type()))
+                                : nb::none();
+    D["context_index"] =
+        ownedArray(ColumnarLog::release(Log.ContextColumn), Log.Rows, {}, nb::dtype<int32_t>());
+    D["observation_id"] =
+        ownedArray(ColumnarLog::release(Log.IdColumn), Log.Rows, {}, nb::dtype<int64_t>());
   } else {
     D["score"] = D["advice"] = D["score_column"] = nb::none();
-    D["context_index"] =
-        ownedArray(static_cast<char *>(malloc(1)), 0, {}, nb::dtype<int32_t>());
-    D["observation_id"] =
-        ownedArray(static_cast<char *>(malloc(1)), 0, {}, nb::dtype<int64_t>());
+    D["context_index"] = ownedArray(static_cast<char *>(malloc(1)), 0, {}, nb::dtype<int32_t>());
+    D["observation_id"] = ownedArray(static_cast<char *>(malloc(1)), 0, {}, nb::dtype<int64_t>());
   }
   for (const std::string &C : Log.Contexts)
     Contexts.append(decodeName(C));
@@ -197,16 +189,12 @@ public:
     PayloadBytes = H.PayloadBytes;
     ScoreBytes = H.Score ? H.Score->byteSize() : 0;
   }
-  void onContext(size_t Index) override {
-    Events.append(nb::make_tuple("context", Index));
-  }
-  void onObservation(size_t Ctx, int64_t Id, const char *Payload,
-                     const char *Score) override {
+  void onContext(size_t Index) override { Events.append(nb::make_tuple("context", Index)); }
+  void onObservation(size_t Ctx, int64_t Id, const char *Payload, const char *Score) override {
     nb::object S = nb::none();
     if (Score)
       S = nb::bytes(Score, ScoreBytes);
-    Events.append(nb::make_tuple("observation", Ctx, Id,
-                                 nb::bytes(Payload, PayloadBytes), S));
+    Events.append(nb::make_tuple("observation", Ctx, Id, nb::bytes(Payload, PayloadBytes), S));
   }
   size_t PayloadBytes = 0, ScoreBytes = 0;
 
@@ -263,18 +251,16 @@ NB_MODULE(_core, m) {
   nb::class_<TensorSpec>(m, "TensorSpec",
                          "Name, port, element type and shape of one tensor, "
                          "as LLVM's TensorSpec.")
-      .def("__init__",
-           [](TensorSpec *Self, const std::string &Name, nb::handle Type,
-              std::vector<int64_t> Shape, int Port) {
-             new (Self) TensorSpec(Name, typeFromObject(Type), std::move(Shape),
-                                   Port);
-           },
-           "name"_a, "type"_a, "shape"_a = std::vector<int64_t>{1},
-           "port"_a = 0)
+      .def(
+          "__init__",
+          [](TensorSpec *Self, const std::string &Name, nb::handle Type, std::vector<int64_t> Shape,
+             int Port) {
+            new (Self) TensorSpec(Name, typeFromObject(Type), std::move(Shape), Port);
+          },
+          "name"_a, "type"_a, "shape"_a = std::vector<int64_t>{1}, "port"_a = 0)
       .def_prop_ro("name", &TensorSpec::name)
       .def_prop_ro("port", &TensorSpec::port)
-      .def_prop_ro("type",
-                   [](const TensorSpec &S) { return tensorTypeName(S.type()); })
+      .def_prop_ro("type", [](const TensorSpec &S) { return tensorTypeName(S.type()); })
       .def_prop_ro("shape",
                    [](const TensorSpec &S) {
                      nb::list L;
@@ -295,36 +281,31 @@ NB_MODULE(_core, m) {
             if (PyUnicode_Check(J.ptr()) || nb::isinstance<nb::bytes>(J))
               Text = nameBytes(J);
             else
-              Text = nb::cast<std::string>(
-                  nb::module_::import_("json").attr("dumps")(J));
+              Text = nb::cast<std::string>(nb::module_::import_("json").attr("dumps")(J));
             json::Value V;
             try {
               V = json::parse(Text);
             } catch (const json::JsonError &E) {
-              throw SpecError("bad tensor spec JSON at byte " + std::to_string(E.offset()) +
-                              ": " + E.what());
+              throw SpecError("bad tensor spec JSON at byte " + std::to_string(E.offset()) + ": " +
+                              E.what());
             }
             return TensorSpec::fromJSON(V);
           },
           "json"_a, "Parses a spec from a JSON string or a dict.")
       .def("renamed",
-           [](const TensorSpec &S, const std::string &Name) {
-             return TensorSpec(Name, S);
+           [](const TensorSpec &S, const std::string &Name) { return TensorSpec(Name, S); })
+      .def("__eq__",
+           [](const TensorSpec &A, nb::handle B) {
+             return nb::isinstance<TensorSpec>(B) && A == nb::cast<TensorSpec>(B);
            })
-      .def("__eq__", [](const TensorSpec &A, nb::handle B) {
-        return nb::isinstance<TensorSpec>(B) && A == nb::cast<TensorSpec>(B);
-      })
-      .def("__hash__", [](const TensorSpec &S) {
-        return nb::hash(nb::str(S.toJSON().c_str()));
-      })
+      .def("__hash__", [](const TensorSpec &S) { return nb::hash(nb::str(S.toJSON().c_str())); })
       .def("__getstate__", &TensorSpec::toJSON)
       .def("__setstate__",
            [](TensorSpec *Self, const std::string &J) {
              new (Self) TensorSpec(TensorSpec::fromJSON(json::parse(J)));
            })
       .def("__repr__", [](const TensorSpec &S) {
-        std::string R = "TensorSpec(" +
-                        nb::cast<std::string>(nb::repr(nb::str(S.name().c_str()))) +
+        std::string R = "TensorSpec(" + nb::cast<std::string>(nb::repr(nb::str(S.name().c_str()))) +
                         ", '" + tensorTypeName(S.type()) + "', [";
         for (size_t I = 0; I < S.shape().size(); ++I)
           R += (I ? ", " : "") + std::to_string(S.shape()[I]);
@@ -335,29 +316,27 @@ NB_MODULE(_core, m) {
       });
 
   nb::class_<TrainingLogWriter>(m, "TrainingLogWriter")
-      .def("__init__",
-           [](TrainingLogWriter *Self, nb::handle Target, nb::handle Features,
-              std::optional<TensorSpec> Score, std::optional<TensorSpec> Advice,
-              bool Overwrite) {
-             std::unique_ptr<ByteSink> Sink;
-             if (Target.is_none())
-               Sink = std::make_unique<StringSink>();
-             else if (PyLong_Check(Target.ptr()))
-               Sink = std::make_unique<FdSink>(nb::cast<int>(Target), false,
-                                               "fd " + nb::cast<std::string>(nb::str(Target)));
-             else
-               Sink = FdSink::create(
-                   nb::cast<std::string>(nb::module_::import_("os").attr("fsdecode")(Target)),
-                   Overwrite);
-             new (Self) TrainingLogWriter(std::move(Sink), specList(Features),
-                                          std::move(Score), std::move(Advice));
-           },
-           "target"_a.none(), "features"_a, "score"_a.none() = nb::none(),
-           "advice"_a.none() = nb::none(), "overwrite"_a = false)
+      .def(
+          "__init__",
+          [](TrainingLogWriter *Self, nb::handle Target, nb::handle Features,
+             std::optional<TensorSpec> Score, std::optional<TensorSpec> Advice, bool Overwrite) {
+            std::unique_ptr<ByteSink> Sink;
+            if (Target.is_none())
+              Sink = std::make_unique<StringSink>();
+            else if (PyLong_Check(Target.ptr()))
+              Sink = std::make_unique<FdSink>(nb::cast<int>(Target), false,
+                                              "fd " + nb::cast<std::string>(nb::str(Target)));
+            else
+              Sink = FdSink::create(
+                  nb::cast<std::string>(nb::module_::import_("os").attr("fsdecode")(Target)),
+                  Overwrite);
+            new (Self) TrainingLogWriter(std::move(Sink), specList(Features), std::move(Score),
+                                         std::move(Advice));
+          },
+          "target"_a.none(), "features"_a, "score"_a.none() = nb::none(),
+          "advice"_a.none() = nb::none(), "overwrite"_a = false)
       .def("switch_context",
-           [](TrainingLogWriter &W, nb::handle Name) {
-             W.switchContext(nameBytes(Name));
-           })
+           [](TrainingLogWriter &W, nb::handle Name) { W.switchContext(nameBytes(Name)); })
       .def("start_observation", &TrainingLogWriter::startObservation)
       .def("log_tensor_bytes",
            [](TrainingLogWriter &W, size_t Index, nb::handle Data) {
@@ -371,18 +350,16 @@ NB_MODULE(_core, m) {
              W.logReward(B.data(), B.size());
            })
       .def("log_observations_bytes",
-           [](TrainingLogWriter &W, size_t N, nb::list Columns,
-              nb::handle Scores) {
+           [](TrainingLogWriter &W, size_t N, nb::list Columns, nb::handle Scores) {
              std::vector<std::unique_ptr<BufferView>> Views;
              std::vector<const char *> Ptrs;
              for (size_t I = 0; I < Columns.size(); ++I) {
                Views.push_back(std::make_unique<BufferView>(Columns[I]));
                size_t Need = N * W.features()[I].byteSize();
                if (Views.back()->size() != Need)
-                 throw nb::value_error(("column '" + W.features()[I].name() +
-                                        "' holds " +
-                                        std::to_string(Views.back()->size()) +
-                                        " bytes, expected " + std::to_string(Need))
+                 throw nb::value_error(("column '" + W.features()[I].name() + "' holds " +
+                                        std::to_string(Views.back()->size()) + " bytes, expected " +
+                                        std::to_string(Need))
                                            .c_str());
                Ptrs.push_back(Views.back()->data());
              }
@@ -394,7 +371,8 @@ NB_MODULE(_core, m) {
              }
              nb::gil_scoped_release Release;
              W.logObservations(N, Ptrs, ScoreView ? ScoreView->data() : nullptr);
-           })
+           },
+           "rows"_a, "columns"_a, "scores"_a.none())
       .def("flush", &TrainingLogWriter::flush)
       .def("close", &TrainingLogWriter::close)
       .def("getvalue",
@@ -417,8 +395,7 @@ NB_MODULE(_core, m) {
   m.def(
       "read_log_file",
       [](nb::handle Path, bool AllowTruncated) {
-        std::string P = nb::cast<std::string>(
-            nb::module_::import_("os").attr("fsdecode")(Path));
+        std::string P = nb::cast<std::string>(nb::module_::import_("os").attr("fsdecode")(Path));
         std::optional<ColumnarLog> Log;
         {
           nb::gil_scoped_release Release;
@@ -441,16 +418,13 @@ NB_MODULE(_core, m) {
       },
       "data"_a, "allow_truncated"_a = false);
 
-  nb::class_<StreamParser>(m, "LogParser",
-                           "Incremental parser: feed() bytes as they arrive.")
+  nb::class_<StreamParser>(m, "LogParser", "Incremental parser: feed() bytes as they arrive.")
       .def(nb::init<>())
       .def("feed", &StreamParser::feed, "data"_a)
       .def("finish", &StreamParser::finish)
       .def_prop_ro("pending_bytes", &StreamParser::pendingBytes)
-      .def_prop_ro("offset",
-                   [](const StreamParser &P) { return P.Parser.offset(); })
-      .def_prop_ro("has_header",
-                   [](const StreamParser &P) { return P.Parser.hasHeader(); })
+      .def_prop_ro("offset", [](const StreamParser &P) { return P.Parser.offset(); })
+      .def_prop_ro("has_header", [](const StreamParser &P) { return P.Parser.hasHeader(); })
       .def_prop_ro("features",
                    [](const StreamParser &P) {
                      if (!P.Parser.hasHeader())
@@ -459,13 +433,11 @@ NB_MODULE(_core, m) {
                    })
       .def_prop_ro("score",
                    [](const StreamParser &P) {
-                     return P.Parser.hasHeader() ? P.Parser.header().Score
-                                                 : std::nullopt;
+                     return P.Parser.hasHeader() ? P.Parser.header().Score : std::nullopt;
                    })
       .def_prop_ro("advice",
                    [](const StreamParser &P) {
-                     return P.Parser.hasHeader() ? P.Parser.header().Advice
-                                                 : std::nullopt;
+                     return P.Parser.hasHeader() ? P.Parser.header().Advice : std::nullopt;
                    })
       .def_prop_ro("feature_offsets",
                    [](const StreamParser &P) {
@@ -523,9 +495,11 @@ NB_MODULE(_core, m) {
             for (const TensorSpec &S : Pool.extraOutputs())
               ExtraBytes += S.byteSize();
             auto *Decisions = new uint8_t[N * DecisionBytes + 1];
-            nb::capsule DOwner(Decisions, [](void *P) noexcept { delete[] static_cast<uint8_t *>(P); });
+            nb::capsule DOwner(Decisions,
+                               [](void *P) noexcept { delete[] static_cast<uint8_t *>(P); });
             auto *Extras = new uint8_t[N * ExtraBytes + 1];
-            nb::capsule EOwner(Extras, [](void *P) noexcept { delete[] static_cast<uint8_t *>(P); });
+            nb::capsule EOwner(Extras,
+                               [](void *P) noexcept { delete[] static_cast<uint8_t *>(P); });
             {
               nb::gil_scoped_release Release;
               std::shared_ptr<PolicyModel> M = Pool.acquire();
@@ -546,7 +520,8 @@ NB_MODULE(_core, m) {
             }
             nb::object Raw = nb::cast(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(
                 Decisions, {N * DecisionBytes}, DOwner));
-            nb::object Typed = Raw.attr("view")(std::string(1, tensorTypeNumpyChar(Decision.type())));
+            nb::object Typed =
+                Raw.attr("view")(std::string(1, tensorTypeNumpyChar(Decision.type())));
             nb::ndarray<nb::numpy, uint8_t, nb::ndim<2>> EArr(Extras, {N, ExtraBytes}, EOwner);
             return nb::make_tuple(Typed, EArr);
           },

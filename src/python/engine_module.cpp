@@ -40,8 +40,8 @@ struct EngineModule {
 
 nb::bytes asBytes(const std::string &S) { return nb::bytes(S.data(), S.size()); }
 
-template <typename T> nb::ndarray<nb::numpy, T> ownedArray(std::vector<T> &&V,
-                                                           std::initializer_list<size_t> Shape) {
+template <typename T>
+nb::ndarray<nb::numpy, T> ownedArray(std::vector<T> &&V, std::initializer_list<size_t> Shape) {
   auto *Heap = new std::vector<T>(std::move(V));
   nb::capsule Owner(Heap, [](void *P) noexcept { delete static_cast<std::vector<T> *>(P); });
   return nb::ndarray<nb::numpy, T>(Heap->data(), Shape, Owner);
@@ -108,10 +108,10 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
       };
     } else if (Callable.is_valid() && !Callable.is_none()) {
       Factory = [&Callback](llvm::LLVMContext &Ctx) -> std::unique_ptr<InlinePolicyRunner> {
-        return std::make_unique<CallbackRunner>(
-            Ctx, [&Callback](const int64_t *F, size_t N, int64_t D) {
-              return callPython(Callback, F, N, D);
-            });
+        return std::make_unique<CallbackRunner>(Ctx,
+                                                [&Callback](const int64_t *F, size_t N, int64_t D) {
+                                                  return callPython(Callback, F, N, D);
+                                                });
       };
     } else {
       Factory = [](llvm::LLVMContext &Ctx) -> std::unique_ptr<InlinePolicyRunner> {
@@ -146,25 +146,25 @@ NB_MODULE(_engine, m) {
   registerErrorTranslator();
 
   nb::class_<EngineModule>(m, "Module", "Verified bitcode of one module.")
-      .def("__init__",
-           [](EngineModule *Self, nb::bytes Data, const std::string &Name) {
-             std::string Bytes(Data.c_str(), Data.size());
-             LoadedModule Loaded;
-             {
-               nb::gil_scoped_release NoGil;
-               Loaded = loadModule(Bytes, Name);
-             }
-             new (Self) EngineModule{Name, std::move(Loaded.Bitcode), std::move(Loaded.Triple)};
-           },
-           "data"_a, "name"_a)
+      .def(
+          "__init__",
+          [](EngineModule *Self, nb::bytes Data, const std::string &Name) {
+            std::string Bytes(Data.c_str(), Data.size());
+            LoadedModule Loaded;
+            {
+              nb::gil_scoped_release NoGil;
+              Loaded = loadModule(Bytes, Name);
+            }
+            new (Self) EngineModule{Name, std::move(Loaded.Bitcode), std::move(Loaded.Triple)};
+          },
+          "data"_a, "name"_a)
       .def_ro("name", &EngineModule::Name)
       .def_ro("triple", &EngineModule::Triple)
       .def_prop_ro("bitcode", [](const EngineModule &M) { return asBytes(M.Bitcode); })
       .def_prop_ro("size", [](const EngineModule &M) { return M.Bitcode.size(); });
 
-  m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a,
-        "target_triple"_a, "reloc_model"_a, "keep_object"_a, "policy"_a.none(),
-        "callable"_a.none());
+  m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a, "target_triple"_a,
+        "reloc_model"_a, "keep_object"_a, "policy"_a.none(), "callable"_a.none());
 
   m.def(
       "function_properties",
@@ -175,8 +175,7 @@ NB_MODULE(_engine, m) {
           T = functionProperties(M.Bitcode, M.Name, Detailed);
         }
         size_t Rows = T.Functions.size(), Cols = T.Fields.size();
-        return nb::make_tuple(T.Functions, T.Fields,
-                              ownedArray(std::move(T.Values), {Rows, Cols}));
+        return nb::make_tuple(T.Functions, T.Fields, ownedArray(std::move(T.Values), {Rows, Cols}));
       },
       "module"_a, "detailed"_a);
 

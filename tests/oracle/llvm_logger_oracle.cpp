@@ -93,10 +93,8 @@ int main(int argc, char **argv) {
         std::cerr << "cannot open output\n";
         return 3;
       }
-      TensorSpec Reward =
-          Score ? *Score : TensorSpec::createSpec<float>("reward", {1});
-      L = std::make_unique<Logger>(std::move(OS), Features, Reward,
-                                   Score.has_value(), Advice);
+      TensorSpec Reward = Score ? *Score : TensorSpec::createSpec<float>("reward", {1});
+      L = std::make_unique<Logger>(std::move(OS), Features, Reward, Score.has_value(), Advice);
     } else if (Op == "context") {
       L->switchContext(unhex(Rest));
     } else if (Op == "start") {

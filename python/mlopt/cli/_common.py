@@ -50,10 +50,9 @@ def error_line(e: BaseException) -> str:
     """The one-line message for an error the user can act on."""
     if isinstance(e, OutputExistsError):
         return f"{e.path} exists (use --force to replace it)"
-    if isinstance(e, OSError) and not isinstance(e, MloptError):
-        # "FILE: No such file or directory" for OS errors; our own message otherwise.
-        if e.strerror and e.filename:
-            return f"{e.filename}: {e.strerror}"
+    # "FILE: No such file or directory" for OS errors; our own message otherwise.
+    if isinstance(e, OSError) and not isinstance(e, MloptError) and e.strerror and e.filename:
+        return f"{e.filename}: {e.strerror}"
     return str(e)
 
 

@@ -5,19 +5,21 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
-
 from ..errors import OutputExistsError
-from ..log import LogStream, read_log
 from ._common import add_command
 
+# numpy and the log reader are imported by the commands that use them, so
+# `mlopt --help` and the other commands start without them.
 
-def _format_value(arr: np.ndarray) -> str:
+
+def _format_value(arr) -> str:
     # As LLVM's log_reader.py prints: Python str() of each element, joined by ','.
     return ",".join(str(v) for v in arr.reshape(-1).tolist())
 
 
 def cmd_show(args) -> int:
+    from ..log import LogStream
+
     with LogStream(args.file) as stream:
         context = None
         shown = 0
@@ -41,7 +43,9 @@ def cmd_show(args) -> int:
     return 0
 
 
-def _column_stats(name: str, arr: np.ndarray) -> dict:
+def _column_stats(name: str, arr) -> dict:
+    import numpy as np
+
     flat = arr.reshape(-1)
     if flat.size == 0:
         return {"name": name, "count": 0, "min": None, "mean": None, "max": None}
@@ -56,6 +60,10 @@ def _column_stats(name: str, arr: np.ndarray) -> dict:
 
 
 def cmd_stats(args) -> int:
+    import numpy as np
+
+    from ..log import read_log
+
     log = read_log(args.file, allow_truncated=args.allow_truncated)
     per_context = {name: int(np.count_nonzero(log.context_index == i)) for i, name in enumerate(log.contexts)}
     columns = [_column_stats(s.name, log[i]) for i, s in enumerate(log.features)]
@@ -100,6 +108,8 @@ def cmd_stats(args) -> int:
 
 
 def cmd_to_npz(args) -> int:
+    from ..log import read_log
+
     if os.path.exists(args.out) and not args.force:
         raise OutputExistsError(args.out)
     log = read_log(args.file, allow_truncated=args.allow_truncated)

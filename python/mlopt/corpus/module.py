@@ -47,7 +47,7 @@ class Module:
         self.reloc_model = reloc_model
 
     @classmethod
-    def from_corpus(cls, path: PathLike) -> "Module":
+    def from_corpus(cls, path: PathLike) -> Module:
         """A corpus element: ``x.bc`` with its compile command in ``x.cmd``
         (arguments separated by NUL, as ml-compiler-opt's extract_ir writes
         them, or by spaces). The -O level, the target (``-triple``,

@@ -241,7 +241,7 @@ class LogStream:
             self._owned.close()
             self._owned = None
 
-    def __enter__(self) -> "LogStream":
+    def __enter__(self) -> LogStream:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -139,7 +139,8 @@ class LogWriter:
         if scores is not None:
             if self.score is None:
                 raise LogUsageError("log_observations: this log has no score spec")
-            score_arr = _as_tensor(TensorSpec(self.score.name, self.score.type, [n, *self.score.shape]), scores, "score")
+            rows = TensorSpec(self.score.name, self.score.type, [n, *self.score.shape])
+            score_arr = _as_tensor(rows, scores, "score")
         elif self.score is not None:
             raise LogUsageError("log_observations: this log has a score; pass scores=")
         self._w.log_observations_bytes(n, prepared, score_arr)
@@ -161,7 +162,7 @@ class LogWriter:
         if open_obs:
             raise LogUsageError("close: an observation is still open; the log ends mid-record")
 
-    def __enter__(self) -> "LogWriter":
+    def __enter__(self) -> LogWriter:
         return self
 
     def __exit__(self, exc_type, *exc) -> None:

@@ -222,10 +222,11 @@ def _generate(g: TfliteModel) -> str:
             dst = out(o)
             lines.append(f"  for (int a = 0; a < {outer}; ++a) for (int c = 0; c < {inner}; ++c) {{")
             lines.append(f"    int best = 0; for (int k = 1; k < {length}; ++k)")
-            lines.append(f"      if ({src}[(a * {length} + k) * {inner} + c] > {src}[(a * {length} + best) * {inner} + c]) best = k;")
+            at_k, at_best = f"(a * {length} + k) * {inner} + c", f"(a * {length} + best) * {inner} + c"
+            lines.append(f"      if ({src}[{at_k}] > {src}[{at_best}]) best = k;")
             lines.append(f"    {dst}[a * {inner} + c] = best;")
             lines.append("  }")
-        for extra in outs[1:]:
+        if len(outs) > 1:
             raise PolicyCompileError(f"{where}: operators with several outputs are not supported")
 
     # Signature outputs that no operator wrote (an input or a constant).

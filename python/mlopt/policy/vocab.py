@@ -44,7 +44,7 @@ class Vocab:
 
     # -- construction ------------------------------------------------------------
     @classmethod
-    def from_logs(cls, logs, num_buckets: int = DEFAULT_BUCKETS, features: Iterable[str] | None = None) -> "Vocab":
+    def from_logs(cls, logs, num_buckets: int = DEFAULT_BUCKETS, features: Iterable[str] | None = None) -> Vocab:
         """Quantiles of each feature over the observations of `logs`.
 
         `logs`: paths or :class:`mlopt.Log` objects. `features`: the names to
@@ -73,7 +73,7 @@ class Vocab:
         return cls(out)
 
     @classmethod
-    def load(cls, directory: str | os.PathLike, features: Iterable[str] | None = None) -> "Vocab":
+    def load(cls, directory: str | os.PathLike, features: Iterable[str] | None = None) -> Vocab:
         """Read ``<directory>/<feature>.buckets`` for each of `features`
         (default: every ``.buckets`` file there, by name)."""
         directory = Path(directory)
@@ -120,7 +120,7 @@ class Vocab:
                 inv[i] = np.float32(1.0) / np.float32(len(self.boundaries[f]))
         return inv
 
-    def subset(self, features: Iterable[str]) -> "Vocab":
+    def subset(self, features: Iterable[str]) -> Vocab:
         """The boundaries of `features` only, in that order (VocabError if one is missing)."""
         return Vocab(self.boundaries, features)
 

@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import importlib
 
+from typing import TYPE_CHECKING
+
 from ..errors import ProblemError
-from ..policy.loaded import LoadedPolicy
-from .base import Problem
+
+if TYPE_CHECKING:
+    from ..policy.loaded import LoadedPolicy
+    from .base import Problem
 
 DEFAULT = "inlining"
 # name -> the package defining it (imported when first asked for)
@@ -33,6 +37,8 @@ def names() -> list[str]:
 
 def get(problem: str | Problem | None = None) -> Problem:
     """A problem by name (default: inlining); a Problem is returned as it is."""
+    from .base import Problem
+
     if isinstance(problem, Problem):
         return problem
     name = DEFAULT if problem is None else problem
@@ -44,7 +50,19 @@ def get(problem: str | Problem | None = None) -> Problem:
 def load_policy(path, problem: str | Problem | None = None, **kwargs) -> LoadedPolicy:
     """Load a policy (.tflite, model directory or compiled .so) for `problem`
     (default inlining); see :class:`mlopt.policy.LoadedPolicy`."""
+    from ..policy.loaded import LoadedPolicy
+
     return LoadedPolicy(path, get(problem), **kwargs)
+
+
+def __getattr__(name: str):
+    # The registry itself stays light (the CLI builds its parser from it);
+    # the Problem class, with numpy behind it, loads when asked for.
+    if name == "Problem":
+        from .base import Problem
+
+        return Problem
+    raise AttributeError(f"module 'mlopt.problems' has no attribute {name!r}")
 
 
 __all__ = ["DEFAULT", "Problem", "get", "load_policy", "names"]

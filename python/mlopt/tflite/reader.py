@@ -20,7 +20,6 @@ import numpy as np
 from ..errors import ModelFormatError
 from .schema import schema
 
-
 # TFLite TensorType -> (C++ type, numpy dtype, LLVM TensorSpec type name)
 TYPES = {
     0: ("float", np.float32, "float"),

@@ -9,9 +9,20 @@ heuristic's answer is logged as ``inlining_default``.
 from __future__ import annotations
 
 from ..base import Problem
-from .spec import (DECISION, DEFAULT_DECISION, FEATURES, LOGITS, REWARD, PROBLEM, decision_spec,
-                   default_decision_spec, feature_matrix, feature_specs, reward_spec)
 from .policy import InlinePolicy
+from .spec import (
+                   DECISION,
+                   DEFAULT_DECISION,
+                   FEATURES,
+                   LOGITS,
+                   PROBLEM,
+                   REWARD,
+                   decision_spec,
+                   default_decision_spec,
+                   feature_matrix,
+                   feature_specs,
+                   reward_spec,
+)
 
 __all__ = ["DECISION", "DEFAULT_DECISION", "FEATURES", "InlinePolicy", "LOGITS", "PROBLEM", "Problem", "REWARD",
            "decision_spec", "default_decision_spec", "feature_matrix", "feature_specs", "reward_spec"]

@@ -24,8 +24,8 @@ struct FunctionPropertiesTable {
   std::vector<int64_t> Values; // Functions.size() x Fields.size()
 };
 
-FunctionPropertiesTable functionProperties(const std::string &Bitcode,
-                                           const std::string &Name, bool Detailed);
+FunctionPropertiesTable functionProperties(const std::string &Bitcode, const std::string &Name,
+                                           bool Detailed);
 
 } // namespace mlopt
 

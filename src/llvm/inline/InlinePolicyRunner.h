@@ -41,8 +41,7 @@ protected:
 /// No model: the decision is the stock heuristic's.
 class HeuristicRunner final : public InlinePolicyRunner {
 public:
-  explicit HeuristicRunner(llvm::LLVMContext &Ctx)
-      : InlinePolicyRunner(Ctx, Kind::NoOp) {
+  explicit HeuristicRunner(llvm::LLVMContext &Ctx) : InlinePolicyRunner(Ctx, Kind::NoOp) {
     for (size_t I = 0; I < llvm::FeatureMap.size(); ++I)
       setUpBufferForTensor(I, llvm::FeatureMap[I], nullptr);
   }

@@ -14,8 +14,7 @@
 
 namespace mlopt {
 
-bool heuristicInlineDecision(llvm::CallBase &CB,
-                             llvm::FunctionAnalysisManager &FAM,
+bool heuristicInlineDecision(llvm::CallBase &CB, llvm::FunctionAnalysisManager &FAM,
                              const llvm::InlineParams &Params);
 
 } // namespace mlopt

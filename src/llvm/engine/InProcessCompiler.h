@@ -38,10 +38,8 @@ class LLVMContext;
 
 namespace mlopt {
 
-
 /// Makes the inliner's runner for one advisor of one compile.
-using RunnerFactory =
-    std::function<std::unique_ptr<InlinePolicyRunner>(llvm::LLVMContext &)>;
+using RunnerFactory = std::function<std::unique_ptr<InlinePolicyRunner>(llvm::LLVMContext &)>;
 
 struct CompileOptions {
   std::string Pipeline = "default<Oz>";
@@ -56,9 +54,9 @@ struct CompileOptions {
 };
 
 struct CompileOutput {
-  uint64_t TextSize = 0;      // bytes of .text sections in the object
-  std::string Object;         // the object file, when KeepObject
-  std::string TrainingLog;    // development-mode log of the inliner's decisions
+  uint64_t TextSize = 0;   // bytes of .text sections in the object
+  std::string Object;      // the object file, when KeepObject
+  std::string TrainingLog; // development-mode log of the inliner's decisions
   std::vector<std::string> Warnings;
 };
 
@@ -74,8 +72,7 @@ struct LoadedModule {
 LoadedModule loadModule(const std::string &Bytes, const std::string &Name);
 
 CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
-                            const CompileOptions &Options,
-                            const RunnerFactory &MakeRunner);
+                            const CompileOptions &Options, const RunnerFactory &MakeRunner);
 
 } // namespace mlopt
 

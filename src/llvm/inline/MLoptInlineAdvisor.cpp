@@ -7,8 +7,7 @@ using namespace llvm;
 
 namespace mlopt {
 
-std::vector<mlopt::TensorSpec>
-trainingLogFeatures(const InlinePolicyRunner &Runner) {
+std::vector<mlopt::TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Runner) {
   std::vector<mlopt::TensorSpec> Specs = inlinerFeatureSpecs();
   for (const mlopt::TensorSpec &S : Runner.extraOutputs())
     Specs.push_back(S);
@@ -21,11 +20,10 @@ namespace {
 /// MLInlineAdvice that writes its observation once the inliner recorded it.
 class LoggingAdvice final : public MLInlineAdvice {
 public:
-  LoggingAdvice(MLInlineAdvisor *Advisor, CallBase &CB,
-                OptimizationRemarkEmitter &ORE, bool Recommendation,
-                int64_t Default, std::string Row, TrainingLogWriter &Log)
-      : MLInlineAdvice(Advisor, CB, ORE, Recommendation), Default(Default),
-        Row(std::move(Row)), Log(Log) {}
+  LoggingAdvice(MLInlineAdvisor *Advisor, CallBase &CB, OptimizationRemarkEmitter &ORE,
+                bool Recommendation, int64_t Default, std::string Row, TrainingLogWriter &Log)
+      : MLInlineAdvice(Advisor, CB, ORE, Recommendation), Default(Default), Row(std::move(Row)),
+        Log(Log) {}
 
   void recordInliningImpl() override {
     MLInlineAdvice::recordInliningImpl();
@@ -64,10 +62,10 @@ private:
 };
 } // namespace
 
-MLoptInlineAdvisor::MLoptInlineAdvisor(
-    Module &M, ModuleAnalysisManager &MAM,
-    std::unique_ptr<InlinePolicyRunner> RunnerIn,
-    std::function<bool(CallBase &)> DefaultAdvice, TrainingLogWriter *Log)
+MLoptInlineAdvisor::MLoptInlineAdvisor(Module &M, ModuleAnalysisManager &MAM,
+                                       std::unique_ptr<InlinePolicyRunner> RunnerIn,
+                                       std::function<bool(CallBase &)> DefaultAdvice,
+                                       TrainingLogWriter *Log)
     : MLInlineAdvisor(M, MAM, std::unique_ptr<MLModelRunner>(RunnerIn.release()),
                       std::move(DefaultAdvice)),
       Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Log(Log) {}
@@ -78,8 +76,7 @@ MLoptInlineAdvisor::~MLoptInlineAdvisor() {
 }
 
 std::unique_ptr<MLInlineAdvice>
-MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB,
-                                       OptimizationRemarkEmitter &ORE) {
+MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB, OptimizationRemarkEmitter &ORE) {
   bool Default = GetDefaultAdvice(CB);
   Runner.setDefaultDecision(Default);
   bool Decision = Runner.evaluate<int64_t>() != 0;
@@ -91,10 +88,8 @@ MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB,
                FeatureMap[I].getTotalTensorBufferSize());
   const std::vector<mlopt::TensorSpec> &Extras = Runner.extraOutputs();
   for (size_t I = 0; I < Extras.size(); ++I)
-    Row.append(static_cast<const char *>(Runner.extraOutputData(I)),
-               Extras[I].byteSize());
-  return std::make_unique<LoggingAdvice>(this, CB, ORE, Decision, Default,
-                                         std::move(Row), *Log);
+    Row.append(static_cast<const char *>(Runner.extraOutputData(I)), Extras[I].byteSize());
+  return std::make_unique<LoggingAdvice>(this, CB, ORE, Decision, Default, std::move(Row), *Log);
 }
 
 } // namespace mlopt

@@ -31,8 +31,8 @@ struct AdvisorState {
 
 thread_local AdvisorState *Current = nullptr;
 
-InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
-                              InlineParams Params, InlineContext IC) {
+InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlineParams Params,
+                              InlineContext IC) {
   AdvisorState *S = Current;
   if (!S)
     return new DefaultInlineAdvisor(M, FAM, Params, IC);
@@ -82,8 +82,7 @@ LoadedModule loadModule(const std::string &Bytes, const std::string &Name) {
 }
 
 CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
-                            const CompileOptions &Options,
-                            const RunnerFactory &MakeRunner) {
+                            const CompileOptions &Options, const RunnerFactory &MakeRunner) {
   initializeTargets();
   std::shared_lock<std::shared_mutex> OptionsStable(llvmOptionLock());
   CompileOutput Out;
@@ -125,8 +124,7 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
     PM.add(new TargetLibraryInfoWrapperPass(TLII));
     if (TM->addPassesToEmitFile(PM, OS, nullptr, CodeGenFileType::ObjectFile,
                                 /*DisableVerify=*/false))
-      throw CompileError(Name + ": target '" + M->getTargetTriple() +
-                         "' cannot emit object files");
+      throw CompileError(Name + ": target '" + M->getTargetTriple() + "' cannot emit object files");
     PM.run(*M);
     if (!Diags.Errors.empty())
       throwDiagnostics(Name, Diags.Errors);

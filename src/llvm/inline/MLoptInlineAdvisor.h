@@ -30,14 +30,12 @@ class MLoptInlineAdvisor final : public llvm::MLInlineAdvisor {
 public:
   MLoptInlineAdvisor(llvm::Module &M, llvm::ModuleAnalysisManager &MAM,
                      std::unique_ptr<InlinePolicyRunner> Runner,
-                     std::function<bool(llvm::CallBase &)> DefaultAdvice,
-                     TrainingLogWriter *Log);
+                     std::function<bool(llvm::CallBase &)> DefaultAdvice, TrainingLogWriter *Log);
   ~MLoptInlineAdvisor() override;
 
 protected:
   std::unique_ptr<llvm::MLInlineAdvice>
-  getAdviceFromModel(llvm::CallBase &CB,
-                     llvm::OptimizationRemarkEmitter &ORE) override;
+  getAdviceFromModel(llvm::CallBase &CB, llvm::OptimizationRemarkEmitter &ORE) override;
 
 private:
   InlinePolicyRunner &Runner;

@@ -25,14 +25,12 @@ class PolicyModelRunner final : public InlinePolicyRunner {
 public:
   /// Shadow: evaluate the model but answer the heuristic's decision (for
   /// measuring the model's cost alone).
-  PolicyModelRunner(llvm::LLVMContext &Ctx, std::shared_ptr<PolicyModel> Model,
-                    bool Shadow = false, bool PerRunnerWarnings = false);
+  PolicyModelRunner(llvm::LLVMContext &Ctx, std::shared_ptr<PolicyModel> Model, bool Shadow = false,
+                    bool PerRunnerWarnings = false);
   const std::vector<mlopt::TensorSpec> &extraOutputs() const override {
     return Model->extraOutputs();
   }
-  const void *extraOutputData(size_t I) const override {
-    return Model->extraOutputData(I);
-  }
+  const void *extraOutputData(size_t I) const override { return Model->extraOutputData(I); }
 
 private:
   void *evaluateUntyped() override;

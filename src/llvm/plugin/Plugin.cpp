@@ -29,52 +29,51 @@ namespace {
 
 cl::OptionCategory Category("mlopt inliner options");
 
-cl::opt<std::string> TrainingLogPath(
-    "mlopt-inline-training-log", cl::value_desc("path"), cl::cat(Category),
-    cl::desc("mlopt: write an MLGO training log of every inlining decision "
-             "(LLVM's development-mode layout: 38 features, inlining_default, "
-             "inlining_decision)"));
+cl::opt<std::string>
+    TrainingLogPath("mlopt-inline-training-log", cl::value_desc("path"), cl::cat(Category),
+                    cl::desc("mlopt: write an MLGO training log of every inlining decision "
+                             "(LLVM's development-mode layout: 38 features, inlining_default, "
+                             "inlining_decision)"));
 
-cl::opt<std::string> ModelPath(
-    "mlopt-inline-model", cl::value_desc("path"), cl::cat(Category),
-    cl::desc("mlopt: the inlining policy: a .tflite file, a model directory "
-             "(model.tflite + output_spec.json) or a compiled policy .so"));
+cl::opt<std::string>
+    ModelPath("mlopt-inline-model", cl::value_desc("path"), cl::cat(Category),
+              cl::desc("mlopt: the inlining policy: a .tflite file, a model directory "
+                       "(model.tflite + output_spec.json) or a compiled policy .so"));
 
-cl::opt<std::string> FeedPrefix(
-    "mlopt-inline-model-feed-prefix", cl::init("action_"), cl::value_desc("prefix"),
-    cl::cat(Category),
-    cl::desc("mlopt: prefix of the model's input tensor names (LLVM's "
-             "-ml-inliner-trained-model-feed-prefix)"));
+cl::opt<std::string> FeedPrefix("mlopt-inline-model-feed-prefix", cl::init("action_"),
+                                cl::value_desc("prefix"), cl::cat(Category),
+                                cl::desc("mlopt: prefix of the model's input tensor names (LLVM's "
+                                         "-ml-inliner-trained-model-feed-prefix)"));
 
-cl::opt<std::string> LiteRtLibrary(
-    "mlopt-litert-library", cl::value_desc("path"), cl::cat(Category),
-    cl::desc("mlopt: LiteRT runtime to run .tflite policies with (default: "
-             "$MLOPT_LITERT_LIBRARY, else ai_edge_litert/libLiteRt.so next to "
-             "the mlopt package)"));
+cl::opt<std::string>
+    LiteRtLibrary("mlopt-litert-library", cl::value_desc("path"), cl::cat(Category),
+                  cl::desc("mlopt: LiteRT runtime to run .tflite policies with (default: "
+                           "$MLOPT_LITERT_LIBRARY, else ai_edge_litert/libLiteRt.so next to "
+                           "the mlopt package)"));
 
 // For measurement: the cost of LLVM's ML advisor (feature extraction) and of
 // evaluating a model, each without changing any decision.
-cl::opt<bool> ForceMLAdvisor(
-    "mlopt-inline-ml-advisor", cl::init(false), cl::Hidden, cl::cat(Category),
-    cl::desc("mlopt: use LLVM's ML inline advisor with the heuristic's "
-             "decisions even without a model, channel or log"));
+cl::opt<bool> ForceMLAdvisor("mlopt-inline-ml-advisor", cl::init(false), cl::Hidden,
+                             cl::cat(Category),
+                             cl::desc("mlopt: use LLVM's ML inline advisor with the heuristic's "
+                                      "decisions even without a model, channel or log"));
 
-cl::opt<bool> ModelShadow(
-    "mlopt-inline-model-shadow", cl::init(false), cl::Hidden, cl::cat(Category),
-    cl::desc("mlopt: evaluate -mlopt-inline-model at every decision but apply "
-             "the heuristic's decision"));
+cl::opt<bool>
+    ModelShadow("mlopt-inline-model-shadow", cl::init(false), cl::Hidden, cl::cat(Category),
+                cl::desc("mlopt: evaluate -mlopt-inline-model at every decision but apply "
+                         "the heuristic's decision"));
 
-cl::opt<std::string> InteractiveBase(
-    "mlopt-inline-interactive", cl::value_desc("base"), cl::cat(Category),
-    cl::desc("mlopt: ask a host process for each inlining decision over "
-             "<base>.out / <base>.in (LLVM's interactive protocol)"));
+cl::opt<std::string>
+    InteractiveBase("mlopt-inline-interactive", cl::value_desc("base"), cl::cat(Category),
+                    cl::desc("mlopt: ask a host process for each inlining decision over "
+                             "<base>.out / <base>.in (LLVM's interactive protocol)"));
 
-cl::opt<double> InteractiveTimeout(
-    "mlopt-inline-interactive-timeout", cl::init(60.0), cl::value_desc("seconds"),
-    cl::cat(Category),
-    cl::desc("mlopt: if the host has not connected or replied within this "
-             "time, or has closed the channel, warn once and finish with the "
-             "default heuristic"));
+cl::opt<double>
+    InteractiveTimeout("mlopt-inline-interactive-timeout", cl::init(60.0),
+                       cl::value_desc("seconds"), cl::cat(Category),
+                       cl::desc("mlopt: if the host has not connected or replied within this "
+                                "time, or has closed the channel, warn once and finish with the "
+                                "default heuristic"));
 
 cl::opt<bool> InteractiveIncludeDefault(
     "mlopt-inline-interactive-include-default", cl::init(false), cl::cat(Category),
@@ -84,8 +83,7 @@ cl::opt<bool> InteractiveIncludeDefault(
 ModuleAnalysisManager *TheMAM = nullptr;
 
 /// One log per compiler process; inliner sessions append to it.
-mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx,
-                                      const mlopt::InlinePolicyRunner &Runner) {
+mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const mlopt::InlinePolicyRunner &Runner) {
   static std::unique_ptr<mlopt::TrainingLogWriter> Log;
   static bool Failed = false;
   if (Log || Failed || TrainingLogPath.empty())
@@ -121,8 +119,8 @@ std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx) {
   return Model;
 }
 
-InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
-                              InlineParams Params, InlineContext IC) {
+InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlineParams Params,
+                              InlineContext IC) {
   if (!TheMAM)
     return new DefaultInlineAdvisor(M, FAM, Params, IC);
   std::unique_ptr<mlopt::InlinePolicyRunner> Runner;
@@ -138,8 +136,7 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM,
       Runner = std::make_unique<mlopt::PolicyModelRunner>(M.getContext(), Model, ModelShadow);
   } else if (!InteractiveBase.empty())
     Runner = std::make_unique<mlopt::InteractiveRunner>(
-        M.getContext(), InteractiveBase, InteractiveTimeout,
-        InteractiveIncludeDefault);
+        M.getContext(), InteractiveBase, InteractiveTimeout, InteractiveIncludeDefault);
   return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, std::move(Runner), trainingLog);
 }
 
@@ -159,8 +156,7 @@ void registerCallbacks(PassBuilder &PB) {
 
 } // namespace
 
-extern "C" LLVM_ATTRIBUTE_WEAK __attribute__((visibility("default")))
-::llvm::PassPluginLibraryInfo
+extern "C" LLVM_ATTRIBUTE_WEAK __attribute__((visibility("default"))) ::llvm::PassPluginLibraryInfo
 llvmGetPassPluginInfo() {
   return {LLVM_PLUGIN_API_VERSION, "mlopt", MLOPT_VERSION, registerCallbacks};
 }

@@ -11,8 +11,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <mutex>
 
@@ -43,8 +43,7 @@ std::shared_mutex &llvmOptionLock() {
 std::unique_ptr<Module> parseModule(LLVMContext &Ctx, const std::string &Bytes,
                                     const std::string &Name, bool Verify) {
   SMDiagnostic Err;
-  std::unique_ptr<Module> M =
-      parseIR(MemoryBufferRef(StringRef(Bytes), Name), Err, Ctx);
+  std::unique_ptr<Module> M = parseIR(MemoryBufferRef(StringRef(Bytes), Name), Err, Ctx);
   if (!M) {
     std::string Text;
     raw_string_ostream OS(Text);
@@ -71,8 +70,8 @@ std::unique_ptr<TargetMachine> createOptTargetMachine(Module &M) {
   Expected<std::unique_ptr<TargetMachine>> TM =
       codegen::createTargetMachineForTriple(T.str(), CodeGenOptLevel::None);
   if (!TM)
-    throw CompileError(M.getModuleIdentifier() + ": no target machine for '" +
-                       T.str() + "': " + toString(TM.takeError()));
+    throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() +
+                       "': " + toString(TM.takeError()));
   codegen::setFunctionAttributes(codegen::getCPUStr(), codegen::getFeaturesStr(), M);
   return std::move(*TM);
 }
@@ -96,8 +95,8 @@ static std::optional<Reloc::Model> parseRelocModel(const std::string &Name) {
                      "' (static, pic, dynamic-no-pic, ropi, rwpi, ropi-rwpi)");
 }
 
-std::unique_ptr<TargetMachine>
-createCodeGenTargetMachine(Module &M, int Level, const std::string &RelocModel) {
+std::unique_ptr<TargetMachine> createCodeGenTargetMachine(Module &M, int Level,
+                                                          const std::string &RelocModel) {
   Triple T(M.getTargetTriple());
   if (T.getTriple().empty())
     T.setTriple(sys::getDefaultTargetTriple());
@@ -113,8 +112,7 @@ createCodeGenTargetMachine(Module &M, int Level, const std::string &RelocModel) 
       T.getTriple(), codegen::getCPUStr(), codegen::getFeaturesStr(), Options,
       parseRelocModel(RelocModel), codegen::getExplicitCodeModel(), *OptLevel));
   if (!TM)
-    throw CompileError(M.getModuleIdentifier() + ": no target machine for '" +
-                       T.str() + "'");
+    throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() + "'");
   if (std::optional<CodeModel::Model> CM = M.getCodeModel())
     TM->setCodeModel(*CM);
   codegen::setFunctionAttributes(codegen::getCPUStr(), codegen::getFeaturesStr(), M);

@@ -28,9 +28,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int msLeft(Clock::time_point Deadline) {
-  auto Left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  Deadline - Clock::now())
-                  .count();
+  auto Left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Deadline - Clock::now()).count();
   return Left > 0 ? int(Left) : 0;
 }
 
@@ -46,15 +45,13 @@ std::vector<mlopt::TensorSpec> headerFeatures(bool IncludeDefault) {
   return Specs;
 }
 
-std::string errnoText(const char *What) {
-  return std::string(What) + ": " + strerror(errno);
-}
+std::string errnoText(const char *What) { return std::string(What) + ": " + strerror(errno); }
 } // namespace
 
 InteractiveRunner::InteractiveRunner(LLVMContext &Ctx, const std::string &Base,
                                      double TimeoutSeconds, bool IncludeDefault)
-    : InlinePolicyRunner(Ctx, Kind::Interactive), Base(Base),
-      TimeoutMs(int(TimeoutSeconds * 1000)), IncludeDefault(IncludeDefault) {
+    : InlinePolicyRunner(Ctx, Kind::Interactive), Base(Base), TimeoutMs(int(TimeoutSeconds * 1000)),
+      IncludeDefault(IncludeDefault) {
   for (size_t I = 0; I < FeatureMap.size(); ++I)
     setUpBufferForTensor(I, FeatureMap[I], nullptr);
   if (!HostFailed)
@@ -69,8 +66,9 @@ InteractiveRunner::~InteractiveRunner() {
 
 void InteractiveRunner::fail(const std::string &Why) {
   if (!HostFailed)
-    Ctx.diagnose(PluginDiagnostic(DS_Warning, "mlopt: interactive host on '" + Base + "': " + Why +
-                               "; finishing with the default inliner heuristic"));
+    Ctx.diagnose(
+        PluginDiagnostic(DS_Warning, "mlopt: interactive host on '" + Base + "': " + Why +
+                                         "; finishing with the default inliner heuristic"));
   HostFailed = true;
   try {
     Out.reset();
@@ -108,10 +106,9 @@ void InteractiveRunner::openChannels() {
       return fail(errnoText(("cannot open outbound file " + OutPath).c_str()));
   }
   try {
-    Out = std::make_unique<TrainingLogWriter>(
-        std::make_unique<FdSink>(OutFd, true, OutPath),
-        headerFeatures(IncludeDefault), std::nullopt,
-        fromLLVM(InlineDecisionSpec));
+    Out = std::make_unique<TrainingLogWriter>(std::make_unique<FdSink>(OutFd, true, OutPath),
+                                              headerFeatures(IncludeDefault), std::nullopt,
+                                              fromLLVM(InlineDecisionSpec));
     Out->flush();
   } catch (const std::exception &E) {
     fail(E.what());
@@ -165,11 +162,9 @@ void *InteractiveRunner::evaluateUntyped() {
   try {
     Out->startObservation();
     for (size_t I = 0; I < FeatureMap.size(); ++I)
-      Out->logTensorValue(I, getTensorUntyped(I),
-                          FeatureMap[I].getTotalTensorBufferSize());
+      Out->logTensorValue(I, getTensorUntyped(I), FeatureMap[I].getTotalTensorBufferSize());
     if (IncludeDefault)
-      Out->logTensorValue(FeatureMap.size(), &DefaultDecision,
-                          sizeof(DefaultDecision));
+      Out->logTensorValue(FeatureMap.size(), &DefaultDecision, sizeof(DefaultDecision));
     Out->endObservation();
     Out->flush();
   } catch (const std::exception &E) {

@@ -90,8 +90,8 @@ struct DetailedScope {
 
 } // namespace
 
-FunctionPropertiesTable functionProperties(const std::string &Bitcode,
-                                           const std::string &Name, bool Detailed) {
+FunctionPropertiesTable functionProperties(const std::string &Bitcode, const std::string &Name,
+                                           bool Detailed) {
   FunctionPropertiesTable Table;
   for (const FieldInfo &F : AllFields)
     if (Detailed || !F.Detailed)
@@ -105,8 +105,7 @@ FunctionPropertiesTable functionProperties(const std::string &Bitcode,
   for (Function &F : *M) {
     if (F.isDeclaration())
       continue;
-    FunctionPropertiesInfo FPI =
-        FunctionPropertiesInfo::getFunctionPropertiesInfo(F, Passes.FAM());
+    FunctionPropertiesInfo FPI = FunctionPropertiesInfo::getFunctionPropertiesInfo(F, Passes.FAM());
     Table.Functions.push_back(F.getName().str());
     for (const FieldInfo &Info : AllFields)
       if (Detailed || !Info.Detailed)

@@ -31,9 +31,8 @@ bool heuristicInlineDecision(CallBase &CB, FunctionAnalysisManager &FAM,
                              const InlineParams &Params) {
   Function &Caller = *CB.getCaller();
   Module &M = *Caller.getParent();
-  ProfileSummaryInfo *PSI =
-      FAM.getResult<ModuleAnalysisManagerFunctionProxy>(Caller)
-          .getCachedResult<ProfileSummaryAnalysis>(M);
+  ProfileSummaryInfo *PSI = FAM.getResult<ModuleAnalysisManagerFunctionProxy>(Caller)
+                                .getCachedResult<ProfileSummaryAnalysis>(M);
   auto &ORE = FAM.getResult<OptimizationRemarkEmitterAnalysis>(Caller);
   auto GetAC = [&](Function &F) -> AssumptionCache & {
     return FAM.getResult<AssumptionAnalysis>(F);
@@ -46,13 +45,12 @@ bool heuristicInlineDecision(CallBase &CB, FunctionAnalysisManager &FAM,
   };
   auto Cost = [&](CallBase &Call) {
     Function &Callee = *Call.getCalledFunction();
-    return getInlineCost(Call, Params, FAM.getResult<TargetIRAnalysis>(Callee),
-                         GetAC, GetTLI, GetBFI, PSI, /*ORE=*/nullptr);
+    return getInlineCost(Call, Params, FAM.getResult<TargetIRAnalysis>(Callee), GetAC, GetTLI,
+                         GetBFI, PSI, /*ORE=*/nullptr);
   };
   // shouldInline only reports to ORE when remarks are enabled; the decision
   // itself is what the default advisor acts on.
-  return shouldInline(CB, Cost, ORE,
-                      Params.EnableDeferral.value_or(inlineDeferralOption()))
+  return shouldInline(CB, Cost, ORE, Params.EnableDeferral.value_or(inlineDeferralOption()))
       .has_value();
 }
 

@@ -15,9 +15,7 @@ InlineAdvisor *makeInlineAdvisor(Module &M, FunctionAnalysisManager &FAM,
   if (!Runner)
     Runner = std::make_unique<HeuristicRunner>(M.getContext());
   TrainingLogWriter *Log = LogFor ? LogFor(M.getContext(), *Runner) : nullptr;
-  auto Default = [&FAM, Params](CallBase &CB) {
-    return heuristicInlineDecision(CB, FAM, Params);
-  };
+  auto Default = [&FAM, Params](CallBase &CB) { return heuristicInlineDecision(CB, FAM, Params); };
   return new MLoptInlineAdvisor(M, MAM, std::move(Runner), Default, Log);
 }
 

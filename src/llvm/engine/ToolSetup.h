@@ -48,15 +48,13 @@ void initializeTargets();
 /// flip a global option for itself holds it exclusively.
 std::shared_mutex &llvmOptionLock();
 
-std::unique_ptr<llvm::Module> parseModule(llvm::LLVMContext &Ctx,
-                                          const std::string &Bytes,
-                                          const std::string &Name,
-                                          bool Verify = true);
+std::unique_ptr<llvm::Module> parseModule(llvm::LLVMContext &Ctx, const std::string &Bytes,
+                                          const std::string &Name, bool Verify = true);
 
 std::unique_ptr<llvm::TargetMachine> createOptTargetMachine(llvm::Module &M);
 
-std::unique_ptr<llvm::TargetMachine>
-createCodeGenTargetMachine(llvm::Module &M, int Level, const std::string &RelocModel);
+std::unique_ptr<llvm::TargetMachine> createCodeGenTargetMachine(llvm::Module &M, int Level,
+                                                                const std::string &RelocModel);
 
 class DiagnosticCollector final : public llvm::DiagnosticHandler {
 public:
@@ -73,8 +71,7 @@ public:
   /// RegisterModuleAnalyses runs before the standard module analyses are
   /// registered (so its registrations win, as a plugin's do in opt).
   PassSetup(llvm::Module &M, llvm::TargetMachine *TM,
-            const std::function<void(llvm::ModuleAnalysisManager &)>
-                &RegisterModuleAnalyses = {});
+            const std::function<void(llvm::ModuleAnalysisManager &)> &RegisterModuleAnalyses = {});
   ~PassSetup();
 
   llvm::PassBuilder &builder() { return PB; }

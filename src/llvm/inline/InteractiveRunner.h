@@ -25,8 +25,8 @@ namespace mlopt {
 
 class InteractiveRunner final : public InlinePolicyRunner {
 public:
-  InteractiveRunner(llvm::LLVMContext &Ctx, const std::string &Base,
-                    double TimeoutSeconds, bool IncludeDefault);
+  InteractiveRunner(llvm::LLVMContext &Ctx, const std::string &Base, double TimeoutSeconds,
+                    bool IncludeDefault);
   ~InteractiveRunner() override;
   void switchContext(llvm::StringRef Name) override;
 
