@@ -349,30 +349,31 @@ NB_MODULE(_core, m) {
              BufferView B(Data);
              W.logReward(B.data(), B.size());
            })
-      .def("log_observations_bytes",
-           [](TrainingLogWriter &W, size_t N, nb::list Columns, nb::handle Scores) {
-             std::vector<std::unique_ptr<BufferView>> Views;
-             std::vector<const char *> Ptrs;
-             for (size_t I = 0; I < Columns.size(); ++I) {
-               Views.push_back(std::make_unique<BufferView>(Columns[I]));
-               size_t Need = N * W.features()[I].byteSize();
-               if (Views.back()->size() != Need)
-                 throw nb::value_error(("column '" + W.features()[I].name() + "' holds " +
-                                        std::to_string(Views.back()->size()) + " bytes, expected " +
-                                        std::to_string(Need))
-                                           .c_str());
-               Ptrs.push_back(Views.back()->data());
-             }
-             std::unique_ptr<BufferView> ScoreView;
-             if (!Scores.is_none()) {
-               ScoreView = std::make_unique<BufferView>(Scores);
-               if (!W.score() || ScoreView->size() != N * W.score()->byteSize())
-                 throw nb::value_error("scores do not match the score spec");
-             }
-             nb::gil_scoped_release Release;
-             W.logObservations(N, Ptrs, ScoreView ? ScoreView->data() : nullptr);
-           },
-           "rows"_a, "columns"_a, "scores"_a.none())
+      .def(
+          "log_observations_bytes",
+          [](TrainingLogWriter &W, size_t N, nb::list Columns, nb::handle Scores) {
+            std::vector<std::unique_ptr<BufferView>> Views;
+            std::vector<const char *> Ptrs;
+            for (size_t I = 0; I < Columns.size(); ++I) {
+              Views.push_back(std::make_unique<BufferView>(Columns[I]));
+              size_t Need = N * W.features()[I].byteSize();
+              if (Views.back()->size() != Need)
+                throw nb::value_error(("column '" + W.features()[I].name() + "' holds " +
+                                       std::to_string(Views.back()->size()) + " bytes, expected " +
+                                       std::to_string(Need))
+                                          .c_str());
+              Ptrs.push_back(Views.back()->data());
+            }
+            std::unique_ptr<BufferView> ScoreView;
+            if (!Scores.is_none()) {
+              ScoreView = std::make_unique<BufferView>(Scores);
+              if (!W.score() || ScoreView->size() != N * W.score()->byteSize())
+                throw nb::value_error("scores do not match the score spec");
+            }
+            nb::gil_scoped_release Release;
+            W.logObservations(N, Ptrs, ScoreView ? ScoreView->data() : nullptr);
+          },
+          "rows"_a, "columns"_a, "scores"_a.none())
       .def("flush", &TrainingLogWriter::flush)
       .def("close", &TrainingLogWriter::close)
       .def("getvalue",

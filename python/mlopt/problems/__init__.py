@@ -14,7 +14,6 @@ Adding a problem: a package ``problems/<name>/`` and one line in ``_PACKAGES``.
 from __future__ import annotations
 
 import importlib
-
 from typing import TYPE_CHECKING
 
 from ..errors import ProblemError
