@@ -75,3 +75,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.llvm)
         if used & _NETWORK_FIXTURES:
             item.add_marker(pytest.mark.network)
+
+
+def pytest_runtest_setup(item):
+    """An llvm test without mlopt's LLVM parts: skipped, or failed in CI."""
+    if item.get_closest_marker("llvm") is None:
+        return
+    from mlopt import _native
+
+    if _native.plugin_library() is None:
+        message = f"mlopt was built without LLVM 19 ({_native.rebuild_hint()})"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)

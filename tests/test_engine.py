@@ -15,6 +15,8 @@ from mlopt.compiler.plugin import opt_flags
 from mlopt.problems import inlining as inliner
 from tests.support.llvm import llc, llvm_size_text, opt
 
+pytestmark = pytest.mark.llvm  # the in-process engine (libLLVM-19)
+
 
 @pytest.fixture(scope="module")
 def modules(corpus_modules):
@@ -275,3 +277,16 @@ def test_out_of_range_policy_warns_once_per_compile(modules, heuristic_results, 
     for r, h in zip(results, heuristic_results):
         assert len(r.warnings) == 1 and "answered 7 for inlining_decision (expected 0 or 1)" in r.warnings[0]
         assert r.object == h.object and np.array_equal(r.decisions, r.default_decisions)
+
+
+def test_one_policy_instance_serves_evaluate_and_compiles(modules, heuristic_results, tflite_policy):
+    """A loaded policy is loaded once: batch evaluation and a compile share it."""
+    _, model = tflite_policy
+    loaded = mlopt.load_policy(model)
+    assert loaded.loaded_instances == 1
+    rows = heuristic_results[0].log
+    before = loaded.decide(rows)
+    result = mlopt.compile(modules[0], policy=loaded)
+    assert loaded.loaded_instances == 1
+    assert np.array_equal(loaded.decide(result.log), result.decisions)
+    assert np.array_equal(loaded.decide(rows), before)

@@ -15,6 +15,8 @@ import pytest
 import mlopt
 from mlopt.problems import inlining as inliner
 
+pytestmark = pytest.mark.llvm  # the in-process engine (libLLVM-19)
+
 HEADER = """target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"
 """

@@ -52,6 +52,7 @@ def exported(real_rows, tmp_path_factory):
     return policy, directory, so
 
 
+@pytest.mark.slow  # builds >10,000 real feature rows
 def test_compiled_litert_and_numpy_agree_on_real_rows(real_rows, exported):
     policy, directory, so = exported
     x = np.concatenate([feature_matrix(log) for log in real_rows]).astype(np.int64)
@@ -77,6 +78,7 @@ def test_compiled_litert_and_numpy_agree_on_real_rows(real_rows, exported):
         np.testing.assert_allclose(got["inlining_logits"], logits[r], atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow  # builds >10,000 real feature rows
 def test_compiled_and_tflite_give_identical_ir_in_opt(llvm_tools, plugin, corpus_modules, exported, tmp_path):
     _, directory, so = exported
     for module in corpus_modules:
