@@ -100,12 +100,13 @@ def best_time(fn, repeat: int) -> tuple[float, object]:
 
 MEMORY_PROBE = r"""
 import sys, mlopt
+read_log = mlopt.read_log  # resolves mlopt's lazy import (numpy, the C++ core) before measuring
 def kb(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):
             return int(line.split()[1])
 before = kb("VmRSS:")
-log = mlopt.read_log(sys.argv[1])
+log = read_log(sys.argv[1])
 print(before, kb("VmHWM:"), log.nbytes // 1024)
 """
 
