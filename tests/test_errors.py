@@ -134,3 +134,21 @@ def test_version_has_one_source():
     assert mlopt.__version__ == pyproject["project"]["version"]
     assert run("--version").stdout == f"mlopt {mlopt.__version__}\n"
     assert json.dumps(mlopt.__version__)  # a plain string
+
+
+def test_missing_llvm_parts_are_named_errors(monkeypatch):
+    """Built without LLVM 19: the engine and the plugin say so, typed."""
+    from mlopt import _native
+    from mlopt.compiler.plugin import plugin_path
+
+    monkeypatch.setitem(sys.modules, "mlopt._engine", None)  # as if never built
+    with pytest.raises(mlopt.NativeModuleError, match="built without LLVM 19.*install llvm-19-dev"):
+        _native.engine()
+    with pytest.raises(mlopt.NativeModuleError):
+        mlopt.Module(b"")
+    monkeypatch.setattr(_native, "plugin_library", lambda: None)
+    monkeypatch.delenv("MLOPT_PLUGIN", raising=False)
+    with pytest.raises(mlopt.PluginNotFoundError, match=r"MLOptPlugin\.so is missing: mlopt was built without LLVM 19"):
+        plugin_path()
+    r = main(["plugin-path"])
+    assert r == 1
