@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
 
@@ -42,7 +43,23 @@ void FdSink::writeAll(const char *Data, size_t Size) {
   }
 }
 
+void FdSink::discard() noexcept {
+  if (Discarded)
+    return;
+  Discarded = true;
+  std::string().swap(Buffer);
+  struct stat St;
+  // Only a regular file this sink created is removed: never a device, a
+  // pipe, or a descriptor the caller handed over.
+  if (OwnsFd && ::fstat(Fd, &St) == 0 && S_ISREG(St.st_mode)) {
+    (void)::ftruncate(Fd, 0);
+    (void)::unlink(Path.c_str());
+  }
+}
+
 void FdSink::write(const char *Data, size_t Size) {
+  if (Discarded)
+    return;
   if (Buffer.size() + Size > FlushThreshold) {
     flush();
     if (Size > FlushThreshold) {
@@ -54,7 +71,7 @@ void FdSink::write(const char *Data, size_t Size) {
 }
 
 void FdSink::flush() {
-  if (Buffer.empty())
+  if (Discarded || Buffer.empty())
     return;
   std::string Pending;
   Pending.swap(Buffer);

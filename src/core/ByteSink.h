@@ -32,6 +32,10 @@ public:
   virtual ~ByteSink() = default;
   virtual void write(const char *Data, size_t Size) = 0;
   virtual void flush() {}
+  /// The output cannot be completed: drop what is buffered and make what
+  /// was written not look like a finished output (a file the sink created is
+  /// removed). Never throws; later writes and flushes do nothing.
+  virtual void discard() noexcept {}
 };
 
 /// Accumulates everything in memory.
@@ -53,6 +57,7 @@ public:
   ~FdSink() override;
   void write(const char *Data, size_t Size) override;
   void flush() override;
+  void discard() noexcept override;
 
   /// Creates Path for writing; refuses to replace an existing file unless
   /// Overwrite. Throws FileError.
@@ -62,6 +67,7 @@ private:
   void writeAll(const char *Data, size_t Size);
   int Fd;
   bool OwnsFd;
+  bool Discarded = false;
   std::string Path;
   std::string Buffer;
 };

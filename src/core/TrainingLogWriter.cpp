@@ -32,7 +32,8 @@ TrainingLogWriter::~TrainingLogWriter() = default;
 void TrainingLogWriter::close() {
   if (Closed)
     return;
-  Sink->flush();
+  if (!Failed)
+    guarded([&] { Sink->flush(); });
   Closed = true;
   if (!dynamic_cast<StringSink *>(Sink.get()))
     Sink.reset();

@@ -16,6 +16,10 @@
 // order or of the wrong size, an observation without a context or left
 // unfinished, a reward without a score spec or observation), this writer
 // throws LogUsageError and writes nothing for that call.
+// When the destination fails (a full disk: FileError), the writer discards
+// it (ByteSink::discard: a file it created is removed, so an incomplete log
+// never looks complete), rethrows, and is failed() from then on: every
+// later call throws LogUsageError, flush() and close() do nothing.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_CORE_TRAININGLOGWRITER_H
@@ -54,13 +58,15 @@ public:
   /// Data must hold exactly score()->byteSize() bytes.
   void logReward(const void *Data, size_t Size);
   void flush() {
-    if (!Closed)
-      Sink->flush();
+    if (!Closed && !Failed)
+      guarded([&] { Sink->flush(); });
   }
   /// Flushes and releases the destination (closing a file it opened); any
   /// later call throws LogUsageError. In-memory sinks keep their bytes.
   void close();
   bool closed() const { return Closed; }
+  /// The destination failed; the log was discarded.
+  bool failed() const { return Failed; }
 
   /// Writes N whole observations from column buffers (Columns[i] holds N
   /// rows of feature i, contiguous) and, with a score spec, N outcomes from
@@ -82,7 +88,18 @@ private:
   void write(const void *Data, size_t Size) {
     if (Closed)
       throw LogUsageError("the log writer is closed");
-    Sink->write(static_cast<const char *>(Data), Size);
+    if (Failed)
+      throw LogUsageError("the log's destination failed earlier; the log was discarded");
+    guarded([&] { Sink->write(static_cast<const char *>(Data), Size); });
+  }
+  template <typename Fn> void guarded(Fn &&F) {
+    try {
+      F();
+    } catch (...) {
+      Failed = true;
+      Sink->discard();
+      throw;
+    }
   }
   void emit(const std::string &S) { write(S.data(), S.size()); }
   size_t nextObservationId();
@@ -97,6 +114,7 @@ private:
   long NextFeature = -1; // -1: no observation open
   bool LastObservationHasOutcome = true;
   bool Closed = false;
+  bool Failed = false;
 };
 
 } // namespace mlopt

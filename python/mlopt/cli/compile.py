@@ -46,8 +46,13 @@ def cmd_compile(args) -> int:
     def finished(i, r):
         nonlocal done
         if log_paths:
-            with open(log_paths[i], "wb") as f:
-                f.write(r.log_bytes)
+            try:
+                with open(log_paths[i], "wb") as f:
+                    f.write(r.log_bytes)
+            except OSError as e:  # name the log, e.g. on a full disk; leave no partial log
+                if os.path.isfile(log_paths[i]) and not os.path.islink(log_paths[i]):
+                    os.unlink(log_paths[i])
+                raise OSError(e.errno, e.strerror, log_paths[i]) from None
         for w in r.warnings:
             print(f"mlopt: warning: {r.module}: {w}", file=sys.stderr)
         done += 1

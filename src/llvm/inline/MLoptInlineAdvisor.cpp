@@ -1,5 +1,8 @@
 #include "MLoptInlineAdvisor.h"
+#include "PluginDiagnostic.h"
 #include "TensorSpecConversion.h"
+
+#include "llvm/IR/Module.h"
 
 #include <cstring>
 
@@ -14,6 +17,34 @@ std::vector<mlopt::TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Run
   Specs.push_back(fromLLVM(DefaultDecisionSpec));
   Specs.push_back(fromLLVM(InlineDecisionSpec));
   return Specs;
+}
+
+void reportTrainingLogFailure(LLVMContext &Ctx, const std::exception &E) {
+  std::string Text = "mlopt: cannot write training log";
+  if (const auto *F = dynamic_cast<const FileError *>(&E))
+    Text += " '" + F->path() + "': " + F->code().message();
+  else
+    Text += std::string(": ") + E.what();
+  Ctx.diagnose(PluginDiagnostic(DS_Error, Text));
+}
+
+bool writeTrainingLog(LLVMContext &Ctx, TrainingLogWriter &Log,
+                      const std::function<void()> &Write) noexcept {
+  if (Log.failed())
+    return false; // reported when it failed
+  try {
+    Write();
+    return true;
+  } catch (const std::exception &E) {
+    if (Log.failed()) // the destination failed now: say it once
+      reportTrainingLogFailure(Ctx, E);
+    else
+      Ctx.diagnose(PluginDiagnostic(DS_Error, std::string("mlopt: training log: ") + E.what()));
+    return false;
+  } catch (...) {
+    Ctx.diagnose(PluginDiagnostic(DS_Error, "mlopt: training log: unknown error"));
+    return false;
+  }
 }
 
 namespace {
@@ -44,6 +75,9 @@ public:
 
 private:
   void log() {
+    writeTrainingLog(getCaller()->getContext(), Log, [&] { logUnguarded(); });
+  }
+  void logUnguarded() {
     Log.startObservation();
     const std::vector<mlopt::TensorSpec> &Specs = Log.features();
     size_t At = 0, Index = 0;
@@ -72,7 +106,7 @@ MLoptInlineAdvisor::MLoptInlineAdvisor(Module &M, ModuleAnalysisManager &MAM,
 
 MLoptInlineAdvisor::~MLoptInlineAdvisor() {
   if (Log)
-    Log->flush();
+    writeTrainingLog(M.getContext(), *Log, [&] { Log->flush(); });
 }
 
 std::unique_ptr<MLInlineAdvice>

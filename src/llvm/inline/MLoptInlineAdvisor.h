@@ -7,7 +7,9 @@
 // decision is written when the inliner records it (after acting), in LLVM's
 // development-mode layout: the 38 features, the runner's extra outputs,
 // inlining_default, inlining_decision; context "". Mandatory inlinings are
-// neither evaluated nor logged, as in LLVM.
+// neither evaluated nor logged, as in LLVM. No exception from the log
+// reaches LLVM: a failing destination is one error diagnostic, the log is
+// discarded (TrainingLogWriter), and compilation goes on without it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_MLOPTINLINEADVISOR_H
@@ -25,6 +27,17 @@ namespace mlopt {
 
 /// The header specs of the development-mode log for a runner.
 std::vector<TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Runner);
+
+/// Reports a training log that cannot be written as one error diagnostic:
+/// "mlopt: cannot write training log 'PATH': No space left on device".
+void reportTrainingLogFailure(llvm::LLVMContext &Ctx, const std::exception &E);
+
+/// Runs Write (calls on Log) so that nothing throws into LLVM's frames: an
+/// exception becomes one error diagnostic (the first failure of the
+/// destination only; a failed log is skipped silently afterwards). Returns
+/// whether Write completed.
+bool writeTrainingLog(llvm::LLVMContext &Ctx, TrainingLogWriter &Log,
+                      const std::function<void()> &Write) noexcept;
 
 class MLoptInlineAdvisor final : public llvm::MLInlineAdvisor {
 public:

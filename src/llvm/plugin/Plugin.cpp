@@ -95,6 +95,7 @@ mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const mlopt::InlinePolic
     Log->switchContext("");
   } catch (const std::exception &E) {
     Failed = true;
+    Log.reset();
     Ctx.emitError(Twine("mlopt: cannot write training log: ") + E.what());
   }
   return Log.get();
