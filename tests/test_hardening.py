@@ -77,3 +77,52 @@ def test_compile_cli_log_on_a_full_disk_is_one_line(tmp_path, capsys):
     assert main(["compile", str(module), "--log-dir", str(logs), "--force"]) == 1
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == f"mlopt: error: {logs / 'm.log'}: No space left on device"
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory):
+    """A real policy .tflite (the exporter's graph, 38 BUCKETIZE inputs)."""
+    import numpy as np
+
+    from mlopt.problems import inlining
+
+    rng = np.random.default_rng(0)
+    vocab = mlopt.Vocab({f: np.sort(rng.integers(-50, 500, 20)).astype(float) for f in inlining.FEATURES})
+    path = tmp_path_factory.mktemp("model") / "policy.tflite"
+    path.write_bytes(mlopt.InlinePolicy.random(vocab, hidden=(8,), seed=3).to_tflite(logits_output=True))
+    return path
+
+
+def test_every_truncation_of_a_real_model_is_a_typed_error(small_model, tmp_path):
+    data = small_model.read_bytes()
+    cut = tmp_path / "cut.tflite"
+    for n in range(len(data)):
+        cut.write_bytes(data[:n])
+        with pytest.raises(mlopt.PolicyError) as info:
+            mlopt.load_policy(cut)
+        assert "truncated or corrupt" in str(info.value) or "no TFL3 identifier" in str(info.value), n
+        with pytest.raises(mlopt.PolicyCompileError):
+            mlopt.policy.generate_source(cut)
+    assert mlopt.load_policy(small_model).kind == "tflite"  # the whole file is fine
+
+
+def test_truncated_models_in_opt_clang_and_the_cli(llvm_tools, plugin, corpus_modules, small_model, tmp_path):
+    data = small_model.read_bytes()
+    source = c_sources("lz4")[0]
+    lengths = sorted({0, 7, 8, 100, len(data) // 3, len(data) // 2, len(data) - 1, *range(9, len(data), 2749)})
+    for n in lengths:
+        cut = tmp_path / f"cut{n}.tflite"
+        cut.write_bytes(data[:n])
+        runs = {
+            "opt": [llvm_tools["opt"], *opt_flags(model=cut), "-passes=default<Oz>", str(corpus_modules[0]),
+                    "-o", "/dev/null"],
+            "clang": [llvm_tools["clang"], "-Oz", *include_flags("lz4"), *clang_flags(model=cut), "-c",
+                      str(source), "-o", str(tmp_path / "x.o")],
+            "check": [sys.executable, "-m", "mlopt", "policy", "check", str(cut)],
+        }
+        for tool, argv in runs.items():
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            assert r.returncode == 1, (tool, n, r.returncode, r.stderr[-500:])
+            errors = [line for line in r.stderr.splitlines() if "error" in line]
+            assert errors and "mlopt" in errors[0] and str(cut) in errors[0], (tool, n, r.stderr)
+            assert "Stack dump" not in r.stderr, (tool, n)

@@ -1,7 +1,12 @@
 #include "LiteRtModel.h"
+#include "TfliteVerifier.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cstdio>
@@ -299,6 +304,60 @@ std::vector<std::string> liteRtLibraryCandidates(const std::string &Explicit) {
   return Out;
 }
 
+namespace {
+
+constexpr size_t MaxModelBytes = size_t(1) << 30;
+
+std::string readModelFile(const std::string &Path) {
+  int Fd = ::open(Path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (Fd < 0)
+    throw LiteRtError(Path + ": cannot open: " + std::strerror(errno));
+  std::string Bytes;
+  char Chunk[1 << 16];
+  for (;;) {
+    ssize_t N = ::read(Fd, Chunk, sizeof Chunk);
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N < 0) {
+      int E = errno;
+      ::close(Fd);
+      throw LiteRtError(Path + ": cannot read: " + std::strerror(E));
+    }
+    if (N == 0)
+      break;
+    if (Bytes.size() + size_t(N) > MaxModelBytes) {
+      ::close(Fd);
+      throw LiteRtError(Path + ": larger than 1 GiB; not a policy model");
+    }
+    Bytes.append(Chunk, size_t(N));
+  }
+  ::close(Fd);
+  return Bytes;
+}
+
+/// An anonymous in-memory file holding Bytes, sealed against any change.
+int sealedCopy(const std::string &Bytes, const std::string &Path) {
+  int Fd = ::memfd_create("mlopt-model", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (Fd < 0)
+    throw LiteRtError(Path + ": cannot make an in-memory copy: " + std::strerror(errno));
+  size_t Done = 0;
+  while (Done < Bytes.size()) {
+    ssize_t N = ::write(Fd, Bytes.data() + Done, Bytes.size() - Done);
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N <= 0) {
+      int E = errno;
+      ::close(Fd);
+      throw LiteRtError(Path + ": cannot make an in-memory copy: " + std::strerror(E));
+    }
+    Done += size_t(N);
+  }
+  (void)::fcntl(Fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  return Fd;
+}
+
+} // namespace
+
 struct LiteRtModel::Handles {
   const Api *A = nullptr;
   LiteRtEnvironment Env = nullptr;
@@ -306,7 +365,10 @@ struct LiteRtModel::Handles {
   LiteRtOptions Options = nullptr;
   LiteRtCompiledModel Compiled = nullptr;
   std::vector<LiteRtTensorBuffer> InBuffers, OutBuffers;
+  int Verified = -1; // the sealed copy of the verified model bytes
   ~Handles() {
+    if (Verified >= 0)
+      ::close(Verified);
     if (!A)
       return;
     for (LiteRtTensorBuffer B : InBuffers)
@@ -324,19 +386,21 @@ struct LiteRtModel::Handles {
   }
 };
 
-std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
-                                               const std::string &LibraryPath) {
+std::unique_ptr<LiteRtModel> LiteRtModel::loadUnguarded(const std::string &ModelPath,
+                                                        const std::string &LibraryPath) {
   std::unique_ptr<LiteRtModel> M(new LiteRtModel());
   M->Path = ModelPath;
-  if (FILE *F = std::fopen(ModelPath.c_str(), "rb")) {
-    char Id[8] = {};
-    size_t N = std::fread(Id, 1, 8, F);
-    std::fclose(F);
-    if (N < 8 || std::memcmp(Id + 4, "TFL3", 4) != 0)
-      throw LiteRtError(ModelPath + ": not a .tflite model (no TFL3 identifier)");
-  } else {
-    throw LiteRtError(ModelPath + ": cannot open: " + std::strerror(errno));
-  }
+  // LiteRT trusts its input (a truncated file can crash or hang it), so it
+  // only ever sees bytes that the structural verifier accepted: a private,
+  // sealed copy of them, which nobody can change after the check.
+  std::string Bytes = readModelFile(ModelPath);
+  if (Bytes.size() < 8 || std::memcmp(Bytes.data() + 4, "TFL3", 4) != 0)
+    throw LiteRtError(ModelPath + ": not a .tflite model (no TFL3 identifier)");
+  std::string Problem =
+      tfliteModelProblem(reinterpret_cast<const uint8_t *>(Bytes.data()), Bytes.size());
+  if (!Problem.empty())
+    throw LiteRtError(ModelPath + ": cannot read this .tflite model: it is truncated or corrupt (" +
+                      Problem + ")");
   Runtime &R = runtimeFor(LibraryPath, ModelPath);
   M->Library = R.Path;
   const Api &A = R.A;
@@ -354,7 +418,9 @@ std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
   check(A.CreateEnvironment(2, Opts, &H.Env), ModelPath, "creating the environment");
   {
     StderrCapture Capture;
-    LiteRtStatus S = A.CreateModelFromFile(H.Env, ModelPath.c_str(), &H.Model);
+    H.Verified = sealedCopy(Bytes, ModelPath);
+    std::string CopyPath = "/proc/self/fd/" + std::to_string(H.Verified);
+    LiteRtStatus S = A.CreateModelFromFile(H.Env, CopyPath.c_str(), &H.Model);
     std::string Said = oneLine(Capture.release(), /*KeepInfo=*/false);
     if (S != 0)
       throw LiteRtError(ModelPath +
@@ -453,6 +519,17 @@ std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
   for (size_t I = 0; I < M->Outputs.size(); ++I)
     std::memset(M->OutputMemory[I], 0, M->Outputs[I].ByteSize);
   return M;
+}
+
+std::unique_ptr<LiteRtModel> LiteRtModel::load(const std::string &ModelPath,
+                                               const std::string &LibraryPath) {
+  try {
+    return loadUnguarded(ModelPath, LibraryPath);
+  } catch (const LiteRtError &) {
+    throw;
+  } catch (const std::exception &E) { // thrown inside LiteRT on a model it mishandles
+    throw LiteRtError(ModelPath + ": LiteRT failed on this model: " + E.what());
+  }
 }
 
 LiteRtModel::~LiteRtModel() {

@@ -56,6 +56,8 @@ public:
 private:
   struct Handles;
   LiteRtModel() = default;
+  static std::unique_ptr<LiteRtModel> loadUnguarded(const std::string &ModelPath,
+                                                    const std::string &LibraryPath);
   std::string Path, Library, SignatureKey;
   std::vector<ModelTensor> Inputs, Outputs;
   std::vector<void *> InputMemory, OutputMemory;

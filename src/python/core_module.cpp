@@ -6,6 +6,7 @@
 #include "ByteSink.h"
 #include "PolicyModelPool.h"
 #include "TensorSpec.h"
+#include "TfliteVerifier.h"
 #include "TrainingLogParser.h"
 #include "TrainingLogReader.h"
 #include "TrainingLogWriter.h"
@@ -452,6 +453,14 @@ NB_MODULE(_core, m) {
           L.append(decodeName(C));
         return L;
       });
+
+  m.def(
+      "tflite_model_problem",
+      [](nb::bytes Data) {
+        return tfliteModelProblem(reinterpret_cast<const uint8_t *>(Data.c_str()), Data.size());
+      },
+      "data"_a,
+      "'' when the bytes are a .tflite model LiteRT may be given; else what is wrong and where.");
 
   nb::class_<PolicyModelPool>(
       m, "PolicyPool",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._native import core
 from ..errors import ModelFormatError
 from .schema import schema
 
@@ -56,6 +57,12 @@ class TfliteModel:
             raise ModelFormatError(f"{model_file}: no such model file") from None
         if len(buf) < 8 or buf[4:8] != b"TFL3":
             raise ModelFormatError(f"{model_file}: not a .tflite model (no TFL3 identifier)")
+        # The C++ structural verifier first: the same check the plugin makes
+        # before LiteRT, and the flatbuffers code below then never reads garbage.
+        problem = core().tflite_model_problem(buf)
+        if problem:
+            raise ModelFormatError(f"{model_file}: cannot parse the .tflite flatbuffer: it is truncated or "
+                                   f"corrupt ({problem})")
         try:
             self.model = s.ModelT.InitFromObj(s.Model.GetRootAs(buf, 0))
             sub = self.model.subgraphs[0]
