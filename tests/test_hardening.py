@@ -4,6 +4,8 @@ when it is not: a full disk is one error line and a non-zero exit."""
 from __future__ import annotations
 
 import errno
+import io
+import re
 import subprocess
 import sys
 
@@ -126,3 +128,50 @@ def test_truncated_models_in_opt_clang_and_the_cli(llvm_tools, plugin, corpus_mo
             errors = [line for line in r.stderr.splitlines() if "error" in line]
             assert errors and "mlopt" in errors[0] and str(cut) in errors[0], (tool, n, r.stderr)
             assert "Stack dump" not in r.stderr, (tool, n)
+
+
+@pytest.mark.parametrize("header,reason", [
+    # found by fuzzing: a header announcing a 400 GB tensor made read_log allocate it
+    (b'{"features":[{"name":"a","type":"float","port":0,"shape":[100000000000]}]}\n{"context":"f"}\n'
+     b'{"observation":0}\n', "truncated tensor 'a'"),
+    # found by fuzzing: 100,000 dimensions aborted the interpreter (numpy allows 64)
+    (b'{"features":[{"name":"a","type":"float","port":0,"shape":[' + b",".join([b"1"] * 100000) + b"]}]}\n",
+     "100000 dimensions (at most 32)"),
+    (b'{"features":' + b"[" * 100000 + b"]" * 100000 + b"}\n", "nested too deeply"),
+])
+def test_hostile_headers_are_format_errors(header, reason):
+    with pytest.raises(mlopt.LogFormatError, match=re.escape(reason)):
+        mlopt.read_log(header)
+    with pytest.raises(mlopt.LogFormatError, match=re.escape(reason)):
+        list(mlopt.LogStream(io.BytesIO(header)))
+
+
+def test_a_model_changed_under_a_loaded_policy(small_model, tmp_path):
+    """A loaded policy runs from its own verified copy: the file may be
+    truncated or replaced; a new load reports the new contents."""
+    import numpy as np
+
+    model = tmp_path / "live.tflite"
+    model.write_bytes(small_model.read_bytes())
+    so = mlopt.compile_policy(small_model, tmp_path / "live.so")
+    rows = np.zeros((4, 38), np.int64)
+    code = f"""
+import mlopt, numpy as np
+rows = np.zeros((4, 38), np.int64)
+t, s = mlopt.load_policy({str(model)!r}), mlopt.load_policy({str(so)!r})
+before = (t.decide(rows).tolist(), s.decide(rows).tolist())
+for p in ({str(model)!r}, {str(so)!r}):
+    with open(p, "r+b") as f:
+        f.truncate(100)           # in place, as a half-finished copy would
+after = (t.decide(rows).tolist(), s.decide(rows).tolist())
+print(before == after)
+for p in ({str(model)!r}, {str(so)!r}):
+    try:
+        mlopt.load_policy(p)
+    except mlopt.PolicyError as e:
+        print(type(e).__name__)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]  # no SIGBUS from the truncated .so
+    assert r.stdout.split() == ["True", "PolicyError", "PolicyError"]
+    assert len(rows) == 4

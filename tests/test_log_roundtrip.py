@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -182,7 +183,12 @@ def test_zero_observation_and_consecutive_and_revisited_contexts():
 
 
 def test_empty_input_and_header_only():
-    empty = mlopt.read_log(b"")
+    # 0 bytes is not a log (a compiler that died before writing its header);
+    # allow_truncated reads it as an empty, headerless log and says so.
+    with pytest.raises(mlopt.LogFormatError, match="empty input: not an MLGO training log"):
+        mlopt.read_log(b"")
+    with pytest.warns(mlopt.TruncatedLogWarning, match="empty input"):
+        empty = mlopt.read_log(b"", allow_truncated=True)
     assert len(empty) == 0 and empty.header is None and empty.contexts == []
     w = mlopt.LogWriter(None, [TensorSpec("x", "float", [2, 2])], score=TensorSpec("r", "float", []))
     log = mlopt.read_log(w.getvalue())

@@ -2,6 +2,10 @@
 #include "PolicyModel.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +13,8 @@
 namespace mlopt {
 
 namespace {
+constexpr size_t MaxPolicyTensorBytes = size_t(1) << 30;
+
 std::vector<ModelTensor> readTensors(const json::Value &Sig, const char *Key,
                                      const std::string &Path) {
   const json::Value *List = Sig.get(Key);
@@ -28,15 +34,20 @@ std::vector<ModelTensor> readTensors(const json::Value &Sig, const char *Key,
     M.TensorName = TN->asString();
     std::optional<TensorType> Type = tensorTypeFromName(Ty->asString());
     M.KnownType = Type.has_value();
-    M.Type = Type.value_or(TensorType::Float);
-    size_t Count = 1;
+    M.Type = Type.value_or(TensorType::UInt8); // unknown: counted in bytes
     for (const json::Value &D : Sh->asArray()) {
       if (!D.isInt() || D.asInt() < 0)
         throw PolicyError(Path + ": tensor '" + M.TensorName + "' has a bad dimension");
       M.Shape.push_back(D.asInt());
-      Count *= size_t(D.asInt());
     }
-    M.ByteSize = Count * (M.KnownType ? tensorTypeSize(M.Type) : 1);
+    try { // the same rank and size limits as every tensor spec
+      M.ByteSize = TensorSpec(M.TensorName, M.Type, M.Shape).byteSize();
+    } catch (const SpecError &E) {
+      throw PolicyError(Path + ": compiled policy signature: " + E.what());
+    }
+    if (M.ByteSize > MaxPolicyTensorBytes)
+      throw PolicyError(Path + ": tensor '" + M.TensorName + "' of " + std::to_string(M.ByteSize) +
+                        " bytes is too large for a policy");
     Out.push_back(std::move(M));
   }
   return Out;
@@ -44,16 +55,90 @@ std::vector<ModelTensor> readTensors(const json::Value &Sig, const char *Key,
 
 } // namespace
 
+CompiledPolicySignature parseCompiledPolicySignature(const char *Text, const std::string &Path) {
+  json::Value Sig;
+  try {
+    Sig = json::parse(Text ? Text : "");
+  } catch (const json::JsonError &E) {
+    throw PolicyError(Path + ": compiled policy signature: byte " + std::to_string(E.offset()) +
+                      ": " + E.what());
+  }
+  if (!Sig.isObject())
+    throw PolicyError(Path + ": compiled policy signature is not a JSON object");
+  CompiledPolicySignature S;
+  S.Inputs = readTensors(Sig, "inputs", Path);
+  S.Outputs = readTensors(Sig, "outputs", Path);
+  if (const json::Value *Spec = Sig.get("output_spec"))
+    S.OutputSpec = *Spec;
+  return S;
+}
+
+namespace {
+/// dlopen()s a private copy of the file, so that the policy in use cannot
+/// change or vanish under the compiler (a .so truncated in place while
+/// mapped would otherwise be a SIGBUS). The copy has a unique name (the
+/// dynamic loader reuses a loaded library of the same name) and is unlinked
+/// at once: its mapping lives on. Without a writable temporary directory
+/// the file itself is opened.
+void *openPrivateCopy(const std::string &Path, std::string &Error) {
+  const char *Tmp = std::getenv("TMPDIR");
+  std::string Dir = std::string(Tmp && *Tmp ? Tmp : "/tmp") + "/mlopt-policy-XXXXXX";
+  std::string Copy;
+  if (::mkdtemp(Dir.data())) {
+    Copy = Dir + "/policy.so";
+    int In = ::open(Path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (In < 0) {
+      Error = std::strerror(errno);
+      ::rmdir(Dir.c_str());
+      return nullptr;
+    }
+    int Out = ::open(Copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    bool Ok = Out >= 0;
+    char Chunk[1 << 16];
+    while (Ok) {
+      ssize_t N = ::read(In, Chunk, sizeof Chunk);
+      if (N < 0 && errno == EINTR)
+        continue;
+      if (N <= 0) {
+        Ok = N == 0;
+        break;
+      }
+      Ok = ::write(Out, Chunk, size_t(N)) == N;
+    }
+    ::close(In);
+    if (Out >= 0)
+      ::close(Out);
+    if (!Ok) {
+      ::unlink(Copy.c_str());
+      ::rmdir(Dir.c_str());
+      Copy.clear();
+    }
+  }
+  void *Handle = dlopen(
+      (Copy.empty() ? (Path.find('/') == std::string::npos ? "./" + Path : Path) : Copy).c_str(),
+      RTLD_NOW | RTLD_LOCAL);
+  if (!Handle) {
+    const char *Err = dlerror();
+    Error = Err ? Err : "dlopen failed";
+    // dlerror names the private copy; name the user's file instead.
+    if (size_t At = Copy.empty() ? std::string::npos : Error.find(Copy); At != std::string::npos)
+      Error.replace(At, Copy.size(), Path);
+  }
+  if (!Copy.empty()) {
+    ::unlink(Copy.c_str());
+    ::rmdir(Dir.c_str());
+  }
+  return Handle;
+}
+} // namespace
+
 std::unique_ptr<CompiledPolicy> CompiledPolicy::load(const std::string &Path) {
   std::unique_ptr<CompiledPolicy> P(new CompiledPolicy());
   P->Path = Path;
-  // A path without '/' would be searched for in the library path.
-  std::string Open = Path.find('/') == std::string::npos ? "./" + Path : Path;
-  P->Handle = dlopen(Open.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!P->Handle) {
-    const char *Err = dlerror();
-    throw PolicyError(Path + ": cannot load the compiled policy: " + (Err ? Err : "dlopen failed"));
-  }
+  std::string Error;
+  P->Handle = openPrivateCopy(Path, Error);
+  if (!P->Handle)
+    throw PolicyError(Path + ": cannot load the compiled policy: " + Error);
   auto Version = reinterpret_cast<int (*)()>(dlsym(P->Handle, "mlopt_policy_abi_version"));
   auto Signature = reinterpret_cast<const char *(*)()>(dlsym(P->Handle, "mlopt_policy_signature"));
   P->Evaluate = reinterpret_cast<int (*)(const void *const *, void *const *)>(
@@ -64,20 +149,10 @@ std::unique_ptr<CompiledPolicy> CompiledPolicy::load(const std::string &Path) {
     throw PolicyError(Path + ": compiled policy ABI version " + std::to_string(V) +
                       ", this mlopt reads version " + std::to_string(CompiledPolicyABIVersion) +
                       " (recompile it with `mlopt policy compile`)");
-  json::Value Sig;
-  try {
-    const char *Text = Signature();
-    Sig = json::parse(Text ? Text : "");
-  } catch (const json::JsonError &E) {
-    throw PolicyError(Path + ": compiled policy signature: byte " + std::to_string(E.offset()) +
-                      ": " + E.what());
-  }
-  if (!Sig.isObject())
-    throw PolicyError(Path + ": compiled policy signature is not a JSON object");
-  P->Inputs = readTensors(Sig, "inputs", Path);
-  P->Outputs = readTensors(Sig, "outputs", Path);
-  if (const json::Value *Spec = Sig.get("output_spec"))
-    P->OutputSpec = *Spec;
+  CompiledPolicySignature Sig = parseCompiledPolicySignature(Signature(), Path);
+  P->Inputs = std::move(Sig.Inputs);
+  P->Outputs = std::move(Sig.Outputs);
+  P->OutputSpec = std::move(Sig.OutputSpec);
   for (const ModelTensor &T : P->Inputs)
     P->InputMemory.push_back(allocateTensorMemory(T.ByteSize));
   for (const ModelTensor &T : P->Outputs)

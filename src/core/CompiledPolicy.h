@@ -15,6 +15,8 @@
 // compiled from a bare .tflite. Inputs and outputs are passed in signature
 // order as pointers to dense row-major buffers. A missing symbol, another
 // ABI version or a malformed signature throws PolicyError naming the file.
+// The .so is loaded from a private in-memory copy: replacing or truncating
+// the file afterwards does not affect a loaded policy.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_CORE_COMPILEDPOLICY_H
@@ -30,6 +32,14 @@
 namespace mlopt {
 
 constexpr int CompiledPolicyABIVersion = 1;
+
+/// What mlopt_policy_signature() describes, parsed and checked (tensors of
+/// at most 32 dimensions and 1 GiB). Throws PolicyError naming Path.
+struct CompiledPolicySignature {
+  std::vector<ModelTensor> Inputs, Outputs;
+  json::Value OutputSpec;
+};
+CompiledPolicySignature parseCompiledPolicySignature(const char *Text, const std::string &Path);
 
 class CompiledPolicy {
 public:

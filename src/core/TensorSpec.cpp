@@ -25,6 +25,7 @@ const TypeInfo *info(TensorType T) {
   return nullptr;
 }
 constexpr size_t MaxTensorBytes = size_t(1) << 40;
+constexpr size_t MaxRank = 32; // numpy allows 64 dimensions; a column adds one
 } // namespace
 
 const char *tensorTypeName(TensorType T) {
@@ -53,6 +54,9 @@ TensorSpec::TensorSpec(std::string Name, TensorType Type, std::vector<int64_t> S
     : Name(std::move(Name)), Port(Port), Type(Type), Shape(std::move(Shape)), ElementCount(1) {
   if (!info(Type))
     throw SpecError("tensor '" + this->Name + "': invalid element type");
+  if (this->Shape.size() > MaxRank)
+    throw SpecError("tensor '" + this->Name + "': " + std::to_string(this->Shape.size()) +
+                    " dimensions (at most " + std::to_string(MaxRank) + ")");
   for (int64_t D : this->Shape) {
     if (D < 0)
       throw SpecError("tensor '" + this->Name + "': negative dimension " + std::to_string(D));

@@ -7,7 +7,8 @@
 // no padding, row-major. toJSON() is byte-identical to LLVM's
 // TensorSpec::toJSON through a compact json::OStream: keys name, type, port,
 // shape, in that order. fromJSON() requires all four keys (any order) and
-// throws SpecError naming what is wrong.
+// throws SpecError naming what is wrong. A shape has at most 32 dimensions
+// and at most 2^40 bytes (SpecError otherwise).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_CORE_TENSORSPEC_H

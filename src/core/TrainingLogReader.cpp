@@ -47,10 +47,19 @@ void ColumnarLog::onHeader(const LogHeader &H) {
   IdColumn.RowBytes = sizeof(int64_t);
   // Enough rows for the whole input when its size is known: pages that are
   // never written are never committed, and shrinkToFit() returns the rest.
-  size_t Initial = 1024;
+  // Never more rows than the input can hold: a header announcing huge
+  // tensors allocates nothing until a whole record of them has arrived.
+  size_t Initial = std::max<size_t>(1, (size_t(1) << 20) / rowBytes());
   if (SizeHint > H.HeaderBytes)
-    Initial = size_t((SizeHint - H.HeaderBytes) / H.minRecordBytes()) + 1;
+    Initial = size_t((SizeHint - H.HeaderBytes) / H.minRecordBytes());
   grow(Initial);
+}
+
+size_t ColumnarLog::rowBytes() {
+  size_t Bytes = 0;
+  for (Column *C : allColumns())
+    Bytes += C->RowBytes;
+  return std::max<size_t>(Bytes, 1);
 }
 
 void ColumnarLog::grow(size_t NewCapacity) {
@@ -81,6 +90,14 @@ namespace {
 /// Parses Data (whose tail is incomplete) at end of input.
 void finishInput(TrainingLogParser &Parser, ColumnarLog &Log, const char *Data, size_t Size,
                  bool AllowTruncated) {
+  if (Log.InputBytes == 0) {
+    // A 0-byte "log" (a compiler that died before its first write) is not
+    // an empty log: say so, or with AllowTruncated report it as dropped.
+    if (!AllowTruncated)
+      throw LogFormatError(0, "empty input: not an MLGO training log (0 bytes, no header)");
+    Log.TruncationReason = "empty input (0 bytes, no header)";
+    return;
+  }
   if (!Size)
     return;
   if (!AllowTruncated)

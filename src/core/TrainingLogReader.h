@@ -45,7 +45,7 @@ public:
   void onObservation(size_t ContextIndex, int64_t Id, const char *Payload,
                      const char *Score) override {
     if (Rows == Capacity)
-      grow(Capacity ? Capacity * 2 : 1024);
+      grow(Capacity ? Capacity * 2 : std::max<size_t>(1, (size_t(1) << 20) / rowBytes()));
     for (Column &C : Features)
       copyCell(C.Data + Rows * C.RowBytes, Payload + C.PayloadOffset, C.RowBytes);
     if (Score)
@@ -93,6 +93,8 @@ private:
     }
   }
   void grow(size_t NewCapacity);
+  /// Bytes of one row over all columns.
+  size_t rowBytes();
   std::vector<Column *> allColumns();
 
   uint64_t SizeHint;

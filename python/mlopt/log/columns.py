@@ -207,7 +207,8 @@ def read_log(source: PathLike | bytes | bytearray | memoryview, *, allow_truncat
     """Reads a whole training log (a path, or the log's bytes) into numpy.
 
     Malformed input raises :class:`LogFormatError` with the byte offset and
-    the reason. With ``allow_truncated=True`` an incomplete last record (a
+    the reason; so does an empty input (0 bytes is not a log: a compiler
+    that died before writing its header). With ``allow_truncated=True`` an incomplete last record (a
     log cut off mid-write) is dropped with a :class:`TruncatedLogWarning`,
     and ``log.truncated_bytes`` says how many bytes were dropped.
     """
@@ -228,4 +229,6 @@ def read_log(source: PathLike | bytes | bytearray | memoryview, *, allow_truncat
             TruncatedLogWarning,
             stacklevel=2,
         )
+    elif log.truncation_reason:  # an empty input
+        warnings.warn(f"{path or 'log'}: {log.truncation_reason}", TruncatedLogWarning, stacklevel=2)
     return log

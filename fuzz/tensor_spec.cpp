@@ -1,0 +1,30 @@
+// libFuzzer harness: JSON and TensorSpec parsing (log headers, output_spec.json
+// entries). Only JsonError and SpecError escape; a spec that parses prints
+// LLVM's JSON form, which parses back to an equal spec.
+#include "Json.h"
+#include "TensorSpec.h"
+
+#include <cstdlib>
+#include <string>
+
+using namespace mlopt;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
+  std::string Text(reinterpret_cast<const char *>(Data), Size);
+  json::Value V;
+  try {
+    V = json::parse(Text);
+  } catch (const json::JsonError &E) {
+    if (E.offset() > Size)
+      std::abort();
+    return 0;
+  }
+  try {
+    TensorSpec S = TensorSpec::fromJSON(V);
+    TensorSpec Again = TensorSpec::fromJSON(json::parse(S.toJSON()));
+    if (!(Again == S))
+      std::abort();
+  } catch (const SpecError &) {
+  }
+  return 0;
+}
