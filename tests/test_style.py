@@ -27,7 +27,7 @@ def test_python_passes_ruff():
 
 def test_cpp_is_clang_formatted():
     files = sorted(str(p) for p in [*ROOT.glob("src/**/*.h"), *ROOT.glob("src/**/*.cpp"),
-                                    *ROOT.glob("tests/oracle/*.cpp")])
+                                    *ROOT.glob("tests/oracle/*.cpp"), *ROOT.glob("fuzz/*.cpp")])
     r = subprocess.run([_tool("clang-format"), "--dry-run", "-Werror", *files], cwd=ROOT,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[:2000]

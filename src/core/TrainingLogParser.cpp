@@ -219,12 +219,13 @@ size_t TrainingLogParser::parseObservation(const char *P, size_t Avail, size_t L
   if (OLine == 0)
     return 0;
   if (OLine < 0) {
+    // Said as soon as the first byte shows it, so the error does not depend
+    // on how much of the line has arrived (bulk and streamed reads agree).
+    if (*Q != '{')
+      fail(QAt, "missing outcome for " + where(Id) + " (the header has score '" + H.Score->name() +
+                    "'), found byte " + byteName(static_cast<unsigned char>(*Q)));
     const char *NL = static_cast<const char *>(memchr(Q, '\n', std::min(QAvail, MaxLineBytes)));
     if (!NL) {
-      if (*Q != '{')
-        fail(QAt, "missing outcome for " + where(Id) + " (the header has score '" +
-                      H.Score->name() + "'), found byte " +
-                      byteName(static_cast<unsigned char>(*Q)));
       if (QAvail >= MaxLineBytes)
         fail(QAt, "record line longer than 64 MiB");
       return 0;
