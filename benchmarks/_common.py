@@ -16,9 +16,10 @@ from mlopt.compiler.plugin import plugin_path  # noqa: E402
 from tests.support import corpus  # noqa: E402
 
 
-def bench_corpus(work: Path, limit: int | None = None) -> list[Path]:
-    """Every C file of the lz4, brotli, zstandard and pycryptodome sdists (92 modules)."""
-    modules = corpus.corpus("clang-19", work, names=tuple(corpus.SDISTS))
+def bench_corpus(work: Path, limit: int | None = None, names=tuple(corpus.SDISTS)) -> list[Path]:
+    """Every C file of the named sdists (default all four: lz4, brotli,
+    zstandard and pycryptodome, 92 modules)."""
+    modules = corpus.corpus("clang-19", work, names=names)
     modules = modules[:limit] if limit else modules
     print(f"corpus: {len(modules)} modules ({sum(m.stat().st_size for m in modules) / 1e6:.1f} MB bitcode)")
     return modules
