@@ -20,9 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import bench_corpus
-
 import mlopt
+from _common import bench_corpus
 
 
 def rss_mb() -> tuple[float, float]:

@@ -68,7 +68,7 @@ def test_host_dies_at_random_points(llvm_tools, plugin, corpus_modules, tmp_path
         stock[m] = (tmp_path / f"{m.stem}.stock.bc").read_bytes()
     host_script = tmp_path / "host.py"
     host_script.write_text(HOST)
-    seen = {mode: 0 for mode in MODES}
+    seen = dict.fromkeys(MODES, 0)
     for run in range(60):
         module = rng.choice(modules)
         mode = MODES[run % len(MODES)]
