@@ -47,7 +47,7 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
     }
     return S->Log.get();
   };
-  return makeInlineAdvisor(M, FAM, *S->MAM, Params, (*S->MakeRunner)(M.getContext()), LogFor);
+  return makeInlineAdvisor(M, FAM, *S->MAM, Params, IC, (*S->MakeRunner)(M.getContext()), LogFor);
 }
 
 struct CurrentScope {

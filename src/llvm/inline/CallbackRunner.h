@@ -5,7 +5,8 @@
 // heuristic's decision to a function and answers what it returns. The
 // function must return 0 or 1; it is responsible for its own errors (the
 // Python binding records an exception and answers the heuristic's decision
-// from then on).
+// from then on); anything it throws is caught here and answered with the
+// heuristic's decision.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_CALLBACKRUNNER_H
@@ -32,7 +33,11 @@ public:
 
 private:
   void *evaluateUntyped() override {
-    Decision = Decide(Row.data(), llvm::FeatureMap.size(), DefaultDecision);
+    try { // nothing may unwind through LLVM's frames
+      Decision = Decide(Row.data(), llvm::FeatureMap.size(), DefaultDecision);
+    } catch (...) {
+      Decision = DefaultDecision;
+    }
     return &Decision;
   }
   std::array<int64_t, llvm::NumberOfFeatures> Row;

@@ -10,6 +10,8 @@
 // the runner's extra outputs in its header. Callers differ only in where
 // runners and logs come from (plugin: command-line options, one log file per
 // process; engine: the caller's factory, one in-memory log per compile).
+// Nothing unwinds into LLVM: if setting up fails, the failure is an error
+// diagnostic and LLVM gets its default advisor.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_INLINEADVISORFACTORY_H
@@ -31,7 +33,7 @@ using TrainingLogProvider =
 
 llvm::InlineAdvisor *makeInlineAdvisor(llvm::Module &M, llvm::FunctionAnalysisManager &FAM,
                                        llvm::ModuleAnalysisManager &MAM,
-                                       const llvm::InlineParams &Params,
+                                       const llvm::InlineParams &Params, llvm::InlineContext IC,
                                        std::unique_ptr<InlinePolicyRunner> Runner,
                                        const TrainingLogProvider &LogFor);
 

@@ -31,6 +31,11 @@ void *PolicyModelRunner::evaluateUntyped() {
              "; using the default heuristic's decision where the model fails");
     Decision = DefaultDecision;
     return &Decision;
+  } catch (...) {
+    warnOnce("mlopt: model '" + Model->path() +
+             "' failed; using the default heuristic's decision where the model fails");
+    Decision = DefaultDecision;
+    return &Decision;
   }
   // The inliner's rule: 0 or 1 is a decision, anything else is not.
   std::optional<int64_t> D = Model->decisionIndex();

@@ -138,7 +138,7 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
   } else if (!InteractiveBase.empty())
     Runner = std::make_unique<mlopt::InteractiveRunner>(
         M.getContext(), InteractiveBase, InteractiveTimeout, InteractiveIncludeDefault);
-  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, std::move(Runner), trainingLog);
+  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, IC, std::move(Runner), trainingLog);
 }
 
 bool pluginActive() {
