@@ -32,7 +32,7 @@ set +e
 rc=$?
 set -e
 unset LD_PRELOAD
-reports=$(ls "$LOG".* 2>/dev/null | wc -l)
+reports=$( (ls "$LOG".* 2>/dev/null || true) | wc -l)
 if [ "$reports" -gt 0 ]; then
   echo "ci/sanitize.sh: $reports sanitizer report(s):"
   head -40 "$LOG".*
