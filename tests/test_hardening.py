@@ -175,3 +175,21 @@ for p in ({str(model)!r}, {str(so)!r}):
     assert r.returncode == 0, r.stderr[-2000:]  # no SIGBUS from the truncated .so
     assert r.stdout.split() == ["True", "PolicyError", "PolicyError"]
     assert len(rows) == 4
+
+
+def test_errors_do_not_depend_on_how_input_arrives():
+    """Found by fuzzing: a missing outcome was "bad JSON record" read whole
+    and "missing outcome" read in pieces. Same offset, same reason now."""
+    w = mlopt.LogWriter(None, [mlopt.TensorSpec("a", "int64_t", [1])], score=mlopt.TensorSpec("r", "float", [1]))
+    w.switch_context("f")
+    w.log_observation([1], score=0.5)
+    good = w.getvalue()
+    cut = good.rindex(b'{"outcome"')
+    bad = good[:cut] + b"\x00garbage\n" + good[cut:]
+    with pytest.raises(mlopt.LogFormatError) as whole:
+        mlopt.read_log(bad)
+    for chunk in (1, 2, 7, 64):
+        with pytest.raises(mlopt.LogFormatError) as pieces:
+            list(mlopt.LogStream(io.BytesIO(bad), chunk_size=chunk))
+        assert (pieces.value.offset, pieces.value.reason) == (whole.value.offset, whole.value.reason)
+    assert whole.value.offset == cut and "missing outcome" in whole.value.reason
