@@ -193,3 +193,22 @@ def test_errors_do_not_depend_on_how_input_arrives():
             list(mlopt.LogStream(io.BytesIO(bad), chunk_size=chunk))
         assert (pieces.value.offset, pieces.value.reason) == (whole.value.offset, whole.value.reason)
     assert whole.value.offset == cut and "missing outcome" in whole.value.reason
+
+
+def test_a_model_asking_for_gigabytes_is_refused(tmp_path):
+    """Found by fuzzing: a mutated model whose signature tensor needed 5 GB
+    had mlopt allocate it. Policy tensors are limited (64 MiB each)."""
+    import numpy as np
+
+    from mlopt.tflite import GraphBuilder
+    from tests.support.models import good_inputs
+
+    g = GraphBuilder(signature_key="action")
+    first = [g.input(n.split(":")[0].removeprefix("action_"), n, d, s) for n, d, s in good_inputs()][0]
+    huge = g.op("CAST", [first], np.float32, [1 << 28], g.options("CastOptions", inDataType=4, outDataType=0))
+    g.output("inlining_decision", g.op("ARG_MAX", [huge, g.const("axis", np.array([0], np.int32))], np.int64, [1],
+                                       g.options("ArgMaxOptions", outputType=4), name="inlining_decision:0"))
+    model = tmp_path / "huge.tflite"
+    model.write_bytes(g.finish())
+    with pytest.raises(mlopt.PolicyError, match=r"1073741824 bytes \(a policy tensor may have at most 64 MiB\)"):
+        mlopt.load_policy(model)

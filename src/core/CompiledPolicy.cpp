@@ -13,7 +13,7 @@
 namespace mlopt {
 
 namespace {
-constexpr size_t MaxPolicyTensorBytes = size_t(1) << 30;
+constexpr size_t MaxPolicyTensorBytes = size_t(64) << 20; // as TfliteVerifier
 
 std::vector<ModelTensor> readTensors(const json::Value &Sig, const char *Key,
                                      const std::string &Path) {

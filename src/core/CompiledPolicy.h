@@ -34,7 +34,7 @@ namespace mlopt {
 constexpr int CompiledPolicyABIVersion = 1;
 
 /// What mlopt_policy_signature() describes, parsed and checked (tensors of
-/// at most 32 dimensions and 1 GiB). Throws PolicyError naming Path.
+/// at most 32 dimensions and 64 MiB). Throws PolicyError naming Path.
 struct CompiledPolicySignature {
   std::vector<ModelTensor> Inputs, Outputs;
   json::Value OutputSpec;

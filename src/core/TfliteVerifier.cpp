@@ -1,5 +1,6 @@
 #include "TfliteVerifier.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -65,6 +66,9 @@ enum TensorMap : uint16_t { MapName = 4, TensorIndex = 6 };
 enum Metadata : uint16_t { MetadataName = 4, MetadataBuffer_ = 6 };
 enum Quantization : uint16_t { Min = 4, Max = 6, Scale = 8, ZeroPoint = 10, DetailsType = 12 };
 } // namespace slot
+
+constexpr uint64_t MaxTensorBytes = uint64_t(64) << 20;
+constexpr uint64_t MaxTotalTensorBytes = uint64_t(512) << 20;
 
 /// Bytes per element of TFLite TensorType values (0: variable-size or unknown).
 size_t tensorTypeSize(int8_t Type) {
@@ -245,6 +249,7 @@ private:
 
   const uint8_t *Data;
   size_t Size;
+  uint64_t TotalTensorBytes = 0;
 };
 
 void Verifier::verify() {
@@ -325,6 +330,17 @@ void Verifier::verifySubgraph(const Table &G, size_t Index, const std::vector<Ta
     int8_t Type = scalar<int8_t>(T, slot::Type, 0, What);
     if (Type < 0 || Type > 20)
       fail(T.Pos, What + ": unknown element type " + std::to_string(Type));
+    // A policy's tensors are small; a model asking for gigabytes would make
+    // the compiler allocate them (LiteRT's arena, mlopt's host buffers).
+    uint64_t Bytes = Elements * std::max<size_t>(tensorTypeSize(Type), 1);
+    if (Bytes > MaxTensorBytes)
+      fail(T.Pos, What + ": " + std::to_string(Bytes) +
+                      " bytes (a policy tensor may have at most " +
+                      std::to_string(MaxTensorBytes >> 20) + " MiB)");
+    TotalTensorBytes += Bytes;
+    if (TotalTensorBytes > MaxTotalTensorBytes)
+      fail(T.Pos, What + ": the model's tensors exceed " +
+                      std::to_string(MaxTotalTensorBytes >> 20) + " MiB in all");
     uint32_t Buf = scalar<uint32_t>(T, slot::BufferIndex, 0, What);
     if (Buf >= Buffers.size())
       fail(T.Pos, What + ": buffer index " + std::to_string(Buf) + " out of range");

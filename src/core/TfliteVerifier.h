@@ -8,7 +8,9 @@
 // reads: the TFL3 identifier; every table, vtable, vector and string lies
 // inside the buffer, aligned, strings NUL-terminated; indices are in range
 // (operator codes, tensors, buffers, subgraphs, signature tensors); shapes
-// are non-negative with fewer than 2^31 elements; a constant tensor's
+// are non-negative, each tensor at most 64 MiB and all of them at most
+// 512 MiB (a policy never needs more; a model that asks for gigabytes must
+// not make the compiler allocate them); a constant tensor's
 // buffer holds exactly its bytes; builtin options match their union type.
 // What mlopt's policies never use, and so does not check further, is
 // refused by name: sparse or variant tensors, external buffers, quantization
