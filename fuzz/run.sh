@@ -40,6 +40,7 @@ done
 # LiteRT's runtime for model_load (the pinned wheel's), found as the plugin finds it.
 export MLOPT_LITERT_LIBRARY="${MLOPT_LITERT_LIBRARY:-$(python3 -c 'import ai_edge_litert, os; print(os.path.join(os.path.dirname(ai_edge_litert.__file__), "libLiteRt.so"))')}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 limit=(-max_total_time="$TIME")
