@@ -212,3 +212,61 @@ def test_a_model_asking_for_gigabytes_is_refused(tmp_path):
     model.write_bytes(g.finish())
     with pytest.raises(mlopt.PolicyError, match=r"1073741824 bytes \(a policy tensor may have at most 64 MiB\)"):
         mlopt.load_policy(model)
+
+
+def _patched(model_bytes: bytes, patch) -> bytes:
+    """A model re-packed after patch(ModelT) (the flatbuffers object API)."""
+    import flatbuffers
+
+    from mlopt.tflite import schema
+
+    s = schema()
+    m = s.ModelT.InitFromObj(s.Model.GetRootAs(model_bytes, 0))
+    patch(m)
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def test_an_operator_writing_a_constant_is_refused_before_litert(tmp_path):
+    """Found by fuzzing: a verified model whose operator wrote into a constant
+    tensor crashed LiteRT (SEGV writing the read-only model). The verifier
+    checks the dataflow: every tensor read is written first, nothing writes a
+    constant or an input, each tensor is written once."""
+    import numpy as np
+
+    from tests.support.models import good_inputs, tiny_model
+
+    good = tiny_model(good_inputs())
+    constant = next(i for i, t in enumerate(_tensors(good)) if t.buffer)
+
+    def write_constant(m):
+        m.subgraphs[0].operators[0].outputs = np.array([constant], np.int32)
+
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(_patched(good, write_constant))
+    with pytest.raises(mlopt.PolicyError, match=r"operator #0: writes tensor #\d+, which is a constant"):
+        mlopt.load_policy(path)
+
+
+def _tensors(model_bytes):
+    from mlopt.tflite import schema
+
+    s = schema()
+    return s.ModelT.InitFromObj(s.Model.GetRootAs(model_bytes, 0)).subgraphs[0].tensors
+
+
+def test_undecodable_names_are_not_a_crash_of_the_reader(tmp_path):
+    """Found by fuzzing: a signature name that is not UTF-8 raised
+    UnicodeDecodeError from the policy compiler's reader."""
+    from tests.support.models import good_inputs, tiny_model
+
+    def bad_name(m):
+        m.signatureDefs[0].inputs[0].name = b"\xfc\xfd"
+
+    path = tmp_path / "names.tflite"
+    path.write_bytes(_patched(tiny_model(good_inputs()), bad_name))
+    # Inputs bind by tensor name, so the model still loads; the reader keeps
+    # the name with a replacement character instead of failing.
+    assert mlopt.load_policy(path).kind == "tflite"
+    assert "\\ufffd" in mlopt.policy.generate_source(path)

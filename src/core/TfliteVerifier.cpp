@@ -224,15 +224,19 @@ public:
     return Out;
   }
 
-  void indices(const Table &T, uint16_t Slot, int64_t Limit, bool AllowMinusOne,
-               const std::string &What) {
+  /// An index vector field, each index checked; returns them.
+  std::vector<int32_t> indices(const Table &T, uint16_t Slot, int64_t Limit, bool AllowMinusOne,
+                               const std::string &What) {
     Vector V = vector(T, Slot, 4, What);
+    std::vector<int32_t> Out;
     for (uint32_t I = 0; I < V.Count; ++I) {
       int32_t X = read<int32_t>(V.Elements + 4 * size_t(I));
       if ((X < 0 && !(AllowMinusOne && X == -1)) || X >= Limit)
         fail(V.Elements + 4 * size_t(I), What + ": index " + std::to_string(X) +
                                              " out of range [0, " + std::to_string(Limit) + ")");
+      Out.push_back(X);
     }
+    return Out;
   }
 
   void refuse(const Table &T, uint16_t Slot, const std::string &What) {
@@ -314,6 +318,11 @@ void Verifier::verifySubgraph(const Table &G, size_t Index, const std::vector<Ta
   std::string Where = "subgraph #" + std::to_string(Index);
   std::vector<Table> Tensors = tables(G, slot::Tensors, Where + " tensor");
   int64_t NumTensors = int64_t(Tensors.size());
+  // Dataflow: a tensor is a constant, a subgraph input, a variable or
+  // written by exactly one earlier operator; nothing writes a constant or an
+  // input (LiteRT would write into the read-only model, found by fuzzing).
+  enum TensorState : uint8_t { Unwritten, Constant, Written };
+  std::vector<TensorState> State(Tensors.size(), Unwritten);
   for (size_t I = 0; I < Tensors.size(); ++I) {
     const Table &T = Tensors[I];
     std::string What = Where + " tensor #" + std::to_string(I);
@@ -345,6 +354,10 @@ void Verifier::verifySubgraph(const Table &G, size_t Index, const std::vector<Ta
     if (Buf >= Buffers.size())
       fail(T.Pos, What + ": buffer index " + std::to_string(Buf) + " out of range");
     size_t Have = vector(Buffers[Buf], slot::Data, 1, "buffer data").Count;
+    if (Buf != 0 && Have)
+      State[I] = Constant;
+    if (scalar<uint8_t>(T, 14, 0, What)) // is_variable
+      State[I] = Written;
     if (Buf != 0 && Have && tensorTypeSize(Type) && Have != Elements * tensorTypeSize(Type))
       fail(Buffers[Buf].Pos, What + ": constant data of " + std::to_string(Have) +
                                  " bytes, its shape needs " +
@@ -365,8 +378,12 @@ void Verifier::verifySubgraph(const Table &G, size_t Index, const std::vector<Ta
     if (scalar<uint32_t>(T, slot::ExternalBuffer, 0, What))
       fail(T.Pos, What + ": external buffer (not supported by mlopt's policy runtime)");
   }
-  indices(G, slot::Inputs, NumTensors, false, Where + " inputs");
-  indices(G, slot::Outputs, NumTensors, false, Where + " outputs");
+  for (int32_t In : indices(G, slot::Inputs, NumTensors, false, Where + " inputs")) {
+    if (State[size_t(In)] == Constant)
+      fail(G.Pos, Where + ": input tensor #" + std::to_string(In) + " has constant data");
+    State[size_t(In)] = Written;
+  }
+  std::vector<int32_t> Outputs = indices(G, slot::Outputs, NumTensors, false, Where + " outputs");
   string(G, slot::Name, Where + " name");
   std::vector<Table> Ops = tables(G, slot::Operators, Where + " operator");
   for (size_t I = 0; I < Ops.size(); ++I) {
@@ -375,8 +392,15 @@ void Verifier::verifySubgraph(const Table &G, size_t Index, const std::vector<Ta
     uint32_t Code = scalar<uint32_t>(Op, slot::OpcodeIndex, 0, What);
     if (Code >= NumOpcodes)
       fail(Op.Pos, What + ": operator code index " + std::to_string(Code) + " out of range");
-    indices(Op, slot::OpInputs, NumTensors, true, What + " inputs");
-    indices(Op, slot::OpOutputs, NumTensors, false, What + " outputs");
+    for (int32_t In : indices(Op, slot::OpInputs, NumTensors, true, What + " inputs"))
+      if (In >= 0 && State[size_t(In)] == Unwritten)
+        fail(Op.Pos, What + ": reads tensor #" + std::to_string(In) + " before anything writes it");
+    for (int32_t Out : indices(Op, slot::OpOutputs, NumTensors, false, What + " outputs")) {
+      if (State[size_t(Out)] != Unwritten)
+        fail(Op.Pos, What + ": writes tensor #" + std::to_string(Out) + ", which is " +
+                         (State[size_t(Out)] == Constant ? "a constant" : "already written"));
+      State[size_t(Out)] = Written;
+    }
     indices(Op, slot::Intermediates, NumTensors, false, What + " intermediates");
     (void)vector(Op, slot::MutatingVariableInputs, 1, What + " mutating inputs");
     verifyOptions(Op, What);
@@ -387,6 +411,9 @@ void Verifier::verifySubgraph(const Table &G, size_t Index, const std::vector<Ta
     if (scalar<uint8_t>(Op, slot::Options2Type, 0, What))
       fail(Op.Pos, What + ": BuiltinOptions2 (not supported by mlopt's policy runtime)");
   }
+  for (int32_t Out : Outputs)
+    if (State[size_t(Out)] == Unwritten)
+      fail(G.Pos, Where + ": output tensor #" + std::to_string(Out) + " is never written");
 }
 
 void Verifier::verifyOptions(const Table &Op, const std::string &What) {

@@ -84,15 +84,15 @@ class TfliteModel:
                                  else f"custom '{code.customCode.decode(errors='replace')}'")
         sig = (self.model.signatureDefs or [None])[0]
         if sig is not None:
-            self.inputs = [(m.name.decode(), m.tensorIndex) for m in sig.inputs]
-            self.outputs = [(m.name.decode(), m.tensorIndex) for m in sig.outputs]
+            self.inputs = [(m.name.decode("utf-8", "replace"), m.tensorIndex) for m in sig.inputs]
+            self.outputs = [(m.name.decode("utf-8", "replace"), m.tensorIndex) for m in sig.outputs]
         else:
             self.inputs = [(self.name(i), i) for i in sub.inputs]
             self.outputs = [(self.name(i), i) for i in sub.outputs]
 
     def name(self, t: int) -> str:
         n = self.tensors[t].name
-        return n.decode() if isinstance(n, bytes) else str(n)
+        return n.decode("utf-8", "replace") if isinstance(n, bytes) else str(n)
 
     def type_entry(self, t: int) -> tuple:
         kind = self.tensors[t].type
