@@ -26,7 +26,7 @@ command -v "$CXX" >/dev/null || { echo "fuzz/run.sh: $CXX not found (apt install
 B=fuzz/build
 mkdir -p "$B/obj" "$B/findings"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-CORE=(Json TensorSpec ByteSink TrainingLogWriter TrainingLogParser TrainingLogReader ModelTensor
+CORE=(Json TensorSpec ByteSink FileBytes TrainingLogWriter TrainingLogParser TrainingLogReader ModelTensor
       LiteRtModel CompiledPolicy PolicyModel TfliteVerifier)
 objs=()
 for c in "${CORE[@]}"; do
@@ -45,6 +45,17 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 limit=(-max_total_time="$TIME")
 [ -n "$RUNS" ] && limit=(-runs="$RUNS")
+# One table row from a harness's libFuzzer log: executions, their rate over
+# the seconds since $2, coverage, corpus size and saved findings.
+report() {
+  local h="$1" secs=$((SECONDS - $2)) execs cov
+  execs=$( (grep -o 'stat::number_of_executed_units: [0-9]*' "$B/$h.log" || true) | awk '{print $2}' | tail -1)
+  cov=$( (grep -o 'cov: [0-9]*' "$B/$h.log" || true) | tail -1 | awk '{print $2}')
+  [ "$secs" -gt 0 ] || secs=1
+  printf '%-20s %12s %10s %8s %8s %9s\n' "$h" "${execs:-?}" "$(( ${execs:-0} / secs ))" "${cov:--}" \
+    "$(ls "$B/corpus/$h" | wc -l)" "$(find "$B/findings" -name "$h-*" | wc -l)"
+}
+
 printf '%-20s %12s %10s %8s %8s %9s\n' harness executions exec/s cov corpus findings
 for h in log_parser tensor_spec compiled_signature tflite_verifier model_load; do
   [ -n "$ONLY" ] && [ "$ONLY" != "$h" ] && continue
@@ -60,12 +71,7 @@ for h in log_parser tensor_spec compiled_signature tflite_verifier model_load; d
   "$B/$h" "$B/corpus/$h" "fuzz/seeds/$h" "${limit[@]}" "${opts[@]}" -print_final_stats=1 \
     -artifact_prefix="$B/findings/$h-" >"$B/$h.log" 2>&1
   set -e
-  execs=$( (grep -o 'stat::number_of_executed_units: [0-9]*' "$B/$h.log" || true) | awk '{print $2}' | tail -1)
-  cov=$( (grep -o 'cov: [0-9]*' "$B/$h.log" || true) | tail -1 | awk '{print $2}')
-  secs=$((SECONDS - start)); [ "$secs" -gt 0 ] || secs=1
-  found=$(find "$B/findings" -name "$h-*" | wc -l)
-  printf '%-20s %12s %10s %8s %8s %9s\n' "$h" "${execs:-?}" "$(( ${execs:-0} / secs ))" "${cov:-?}" \
-    "$(ls "$B/corpus/$h" | wc -l)" "$found"
+  report "$h" "$start"
 done
 
 # Python entry points under atheris (mlopt as installed; only the documented
@@ -82,9 +88,5 @@ for t in read_log log_stream load_policy; do
   ASAN_OPTIONS= python3 fuzz/python_harness.py "$t" "$B/corpus/$h" "$seeds" "${limit[@]}" -max_len=4096 \
     -print_final_stats=1 -artifact_prefix="$B/findings/$h-" >"$B/$h.log" 2>&1
   set -e
-  execs=$( (grep -o 'stat::number_of_executed_units: [0-9]*' "$B/$h.log" || true) | awk '{print $2}' | tail -1)
-  secs=$((SECONDS - start)); [ "$secs" -gt 0 ] || secs=1
-  found=$(find "$B/findings" -name "$h-*" | wc -l)
-  printf '%-20s %12s %10s %8s %8s %9s\n' "$h" "${execs:-?}" "$(( ${execs:-0} / secs ))" "-" \
-    "$(ls "$B/corpus/$h" | wc -l)" "$found"
+  report "$h" "$start"
 done

@@ -149,12 +149,9 @@ def test_hostile_headers_are_format_errors(header, reason):
 def test_a_model_changed_under_a_loaded_policy(small_model, tmp_path):
     """A loaded policy runs from its own verified copy: the file may be
     truncated or replaced; a new load reports the new contents."""
-    import numpy as np
-
     model = tmp_path / "live.tflite"
     model.write_bytes(small_model.read_bytes())
     so = mlopt.compile_policy(small_model, tmp_path / "live.so")
-    rows = np.zeros((4, 38), np.int64)
     code = f"""
 import mlopt, numpy as np
 rows = np.zeros((4, 38), np.int64)
@@ -174,7 +171,6 @@ for p in ({str(model)!r}, {str(so)!r}):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]  # no SIGBUS from the truncated .so
     assert r.stdout.split() == ["True", "PolicyError", "PolicyError"]
-    assert len(rows) == 4
 
 
 def test_errors_do_not_depend_on_how_input_arrives():

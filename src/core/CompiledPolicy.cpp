@@ -1,4 +1,6 @@
 #include "CompiledPolicy.h"
+#include "ByteSink.h"
+#include "FileBytes.h"
 #include "PolicyModel.h"
 
 #include <dlfcn.h>
@@ -14,6 +16,7 @@ namespace mlopt {
 
 namespace {
 constexpr size_t MaxPolicyTensorBytes = size_t(64) << 20; // as TfliteVerifier
+constexpr size_t MaxPolicyFileBytes = size_t(256) << 20;
 
 std::vector<ModelTensor> readTensors(const json::Value &Sig, const char *Key,
                                      const std::string &Path) {
@@ -81,34 +84,23 @@ namespace {
 /// at once: its mapping lives on. Without a writable temporary directory
 /// the file itself is opened.
 void *openPrivateCopy(const std::string &Path, std::string &Error) {
+  std::string Bytes;
+  try {
+    Bytes = readFileBytes(Path, MaxPolicyFileBytes);
+  } catch (const FileError &E) {
+    Error = E.code().value() == EFBIG ? "larger than 256 MiB" : E.code().message();
+    return nullptr;
+  }
   const char *Tmp = std::getenv("TMPDIR");
   std::string Dir = std::string(Tmp && *Tmp ? Tmp : "/tmp") + "/mlopt-policy-XXXXXX";
   std::string Copy;
   if (::mkdtemp(Dir.data())) {
     Copy = Dir + "/policy.so";
-    int In = ::open(Path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (In < 0) {
-      Error = std::strerror(errno);
-      ::rmdir(Dir.c_str());
-      return nullptr;
-    }
-    int Out = ::open(Copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
-    bool Ok = Out >= 0;
-    char Chunk[1 << 16];
-    while (Ok) {
-      ssize_t N = ::read(In, Chunk, sizeof Chunk);
-      if (N < 0 && errno == EINTR)
-        continue;
-      if (N <= 0) {
-        Ok = N == 0;
-        break;
-      }
-      Ok = ::write(Out, Chunk, size_t(N)) == N;
-    }
-    ::close(In);
-    if (Out >= 0)
-      ::close(Out);
-    if (!Ok) {
+    try {
+      std::unique_ptr<FdSink> Out = FdSink::create(Copy, /*Overwrite=*/false);
+      Out->write(Bytes.data(), Bytes.size());
+      Out->flush();
+    } catch (const FileError &) { // no room for the copy: open the file itself
       ::unlink(Copy.c_str());
       ::rmdir(Dir.c_str());
       Copy.clear();

@@ -1,4 +1,5 @@
 #include "LiteRtModel.h"
+#include "FileBytes.h"
 #include "TfliteVerifier.h"
 
 #include <dlfcn.h>
@@ -309,30 +310,13 @@ namespace {
 constexpr size_t MaxModelBytes = size_t(1) << 30;
 
 std::string readModelFile(const std::string &Path) {
-  int Fd = ::open(Path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (Fd < 0)
-    throw LiteRtError(Path + ": cannot open: " + std::strerror(errno));
-  std::string Bytes;
-  char Chunk[1 << 16];
-  for (;;) {
-    ssize_t N = ::read(Fd, Chunk, sizeof Chunk);
-    if (N < 0 && errno == EINTR)
-      continue;
-    if (N < 0) {
-      int E = errno;
-      ::close(Fd);
-      throw LiteRtError(Path + ": cannot read: " + std::strerror(E));
-    }
-    if (N == 0)
-      break;
-    if (Bytes.size() + size_t(N) > MaxModelBytes) {
-      ::close(Fd);
+  try {
+    return readFileBytes(Path, MaxModelBytes);
+  } catch (const FileError &E) {
+    if (E.code().value() == EFBIG)
       throw LiteRtError(Path + ": larger than 1 GiB; not a policy model");
-    }
-    Bytes.append(Chunk, size_t(N));
+    throw LiteRtError(Path + ": cannot read: " + E.code().message());
   }
-  ::close(Fd);
-  return Bytes;
 }
 
 /// An anonymous in-memory file holding Bytes, sealed against any change.

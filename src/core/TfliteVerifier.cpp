@@ -71,7 +71,7 @@ constexpr uint64_t MaxTensorBytes = uint64_t(64) << 20;
 constexpr uint64_t MaxTotalTensorBytes = uint64_t(512) << 20;
 
 /// Bytes per element of TFLite TensorType values (0: variable-size or unknown).
-size_t tensorTypeSize(int8_t Type) {
+size_t tfliteTypeSize(int8_t Type) {
   switch (Type) {
   case 0:
     return 4; // FLOAT32
@@ -341,7 +341,7 @@ void Verifier::verifySubgraph(const Table &G, size_t Index, const std::vector<Ta
       fail(T.Pos, What + ": unknown element type " + std::to_string(Type));
     // A policy's tensors are small; a model asking for gigabytes would make
     // the compiler allocate them (LiteRT's arena, mlopt's host buffers).
-    uint64_t Bytes = Elements * std::max<size_t>(tensorTypeSize(Type), 1);
+    uint64_t Bytes = Elements * std::max<size_t>(tfliteTypeSize(Type), 1);
     if (Bytes > MaxTensorBytes)
       fail(T.Pos, What + ": " + std::to_string(Bytes) +
                       " bytes (a policy tensor may have at most " +
@@ -358,10 +358,10 @@ void Verifier::verifySubgraph(const Table &G, size_t Index, const std::vector<Ta
       State[I] = Constant;
     if (scalar<uint8_t>(T, 14, 0, What)) // is_variable
       State[I] = Written;
-    if (Buf != 0 && Have && tensorTypeSize(Type) && Have != Elements * tensorTypeSize(Type))
+    if (Buf != 0 && Have && tfliteTypeSize(Type) && Have != Elements * tfliteTypeSize(Type))
       fail(Buffers[Buf].Pos, What + ": constant data of " + std::to_string(Have) +
                                  " bytes, its shape needs " +
-                                 std::to_string(Elements * tensorTypeSize(Type)));
+                                 std::to_string(Elements * tfliteTypeSize(Type)));
     string(T, slot::TensorName, What + " name", /*Required=*/true);
     if (size_t Q = target(T, slot::Quantization, What + " quantization")) {
       Table QT = table(Q, What + " quantization");
