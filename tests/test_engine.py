@@ -20,7 +20,10 @@ pytestmark = pytest.mark.llvm  # the in-process engine (libLLVM-19)
 
 @pytest.fixture(scope="module")
 def modules(corpus_modules):
-    return [mlopt.Module(p) for p in corpus_modules]
+    """Compiled as `opt-19 -passes='default<Oz>'` + `llc-19` do (a module
+    given without flags is compiled as clang-19 would: see
+    test_commandless_module_is_compiled_like_clang)."""
+    return [mlopt.Module(p, opt_level="Oz", reloc_model="static") for p in corpus_modules]
 
 
 @pytest.fixture(scope="module")
@@ -152,11 +155,12 @@ def test_corpus_element_takes_level_target_and_relocation(llvm_tools, corpus_mod
     element.write_bytes(src.read_bytes())
     element.with_suffix(".cmd").write_bytes(
         b"\0".join([b"-cc1", b"-triple", b"x86_64-pc-linux-gnu", b"-O3", b"-mrelocation-model", b"pic",
-                    b"-emit-obj"]))
+                    b"-vectorize-loops", b"-vectorize-slp", b"-emit-obj"]))
     m = mlopt.Module.from_corpus(element)
     assert (m.opt_level, m.target, m.reloc_model) == ("O3", "x86_64-pc-linux-gnu", "pic")
+    assert (m.loop_vectorize, m.slp_vectorize, m.notes) == (True, True, [])
     result = mlopt.compile(m, keep_object=True)
-    opt(llvm_tools, src, tmp_path / "o.bc", pipeline="default<O3>")
+    opt(llvm_tools, src, tmp_path / "o.bc", "-relocation-model=pic", pipeline="default<O3>")
     llc(llvm_tools, tmp_path / "o.bc", tmp_path / "o.o", "-O3", "-relocation-model=pic")
     assert result.object == (tmp_path / "o.o").read_bytes()
     (tmp_path / "corpus" / "corpus_description.json").write_text('{"modules": ["lz4"]}')
@@ -166,9 +170,13 @@ def test_corpus_element_takes_level_target_and_relocation(llvm_tools, corpus_mod
 
 def test_driver_command_lines():
     parse = mlopt.corpus.parse_command_line
-    assert parse(["clang", "-Oz", "-c", "x.c"]) == {"opt_level": "Oz", "target": None, "reloc_model": "pic"}
-    assert parse(["clang", "-O2", "-fno-pic", "--target=aarch64-linux-gnu"]) == {
-        "opt_level": "O2", "target": "aarch64-linux-gnu", "reloc_model": "static"}
+    assert parse(["clang", "-Oz", "-c", "x.c"]) == {"opt_level": "Oz", "target": None, "reloc_model": "pic",
+                                                    "loop_vectorize": False, "slp_vectorize": True}
+    assert parse(["clang", "-O2", "-fno-pic", "--target=aarch64-linux-gnu", "-fno-slp-vectorize"]) == {
+        "opt_level": "O2", "target": "aarch64-linux-gnu", "reloc_model": "static",
+        "loop_vectorize": True, "slp_vectorize": False}
+    assert parse(["-cc1", "-Oz", "-vectorize-slp"])["slp_vectorize"] is True
+    assert parse(["-cc1", "-Oz"])["slp_vectorize"] is False  # cc1 runs only what it is told
     assert parse(["-cc1", "-Os"])["reloc_model"] is None  # cc1 without the flag: target default
 
 
@@ -249,10 +257,13 @@ def test_cli_compile(corpus_modules, heuristic_results, tflite_policy, tmp_path,
 
     paths = [str(p) for p in corpus_modules[:3]]
     assert main(["compile", *paths, "--threads", "2", "--log-dir", str(tmp_path / "logs"), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert [r["text_size"] for r in report["modules"]] == [r.text_size for r in heuristic_results[:3]]
-    assert report["total"]["decisions"] == sum(len(r.decisions) for r in heuristic_results[:3])
-    for p, r in zip(corpus_modules[:3], heuristic_results):
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert out.err.count("no compile command; compiled as clang-19 -Oz -c would by default") == 3
+    as_clang = mlopt.compile_many(paths)  # what the CLI does with a bare .bc
+    assert [r["text_size"] for r in report["modules"]] == [r.text_size for r in as_clang]
+    assert report["total"]["decisions"] == sum(len(r.decisions) for r in as_clang)
+    for p, r in zip(corpus_modules[:3], as_clang):
         assert (tmp_path / "logs" / f"{p.stem}.log").read_bytes() == r.log_bytes
     # logs are never replaced without --force
     assert main(["compile", paths[0], "--log-dir", str(tmp_path / "logs")]) == 1
@@ -290,3 +301,36 @@ def test_one_policy_instance_serves_evaluate_and_compiles(modules, heuristic_res
     assert loaded.loaded_instances == 1
     assert np.array_equal(loaded.decide(result.log), result.decisions)
     assert np.array_equal(loaded.decide(rows), before)
+
+
+def test_commandless_module_is_compiled_like_clang(llvm_tools, corpus_modules, tmp_path):
+    """A module given without a command line gets clang-19 -Oz -c's .text
+    size (PIE, SLP vectorizer on, relative lookup tables) on every corpus
+    module, and says how it was compiled."""
+    from tests.support.corpus import SDISTS, c_sources, include_flags
+
+    sources = {f"{s.parent.name}_{s.stem}": (s, include_flags(name))
+               for name in ("lz4", "brotli") for s in c_sources(name)}
+    assert SDISTS and len(sources) == len(corpus_modules)
+    results = mlopt.compile_many([mlopt.Module(p) for p in corpus_modules], log=False, threads=2)
+    for path, result in zip(corpus_modules, results):
+        src, flags = sources[path.stem]
+        subprocess.run([llvm_tools["clang"], "-Oz", *flags, "-c", str(src), "-o", str(tmp_path / "c.o")],
+                       check=True)
+        assert result.text_size == llvm_size_text(llvm_tools, tmp_path / "c.o"), path.name
+    note = mlopt.Module(corpus_modules[0]).notes
+    assert len(note) == 1 and "compiled as clang-19 -Oz -c would by default" in note[0]
+
+
+def test_already_optimized_and_optnone_bitcode_are_noted(llvm_tools, corpus_modules, tmp_path):
+    src = corpus_modules[0]
+    opt(llvm_tools, src, tmp_path / "o.bc")
+    optimized = mlopt.Module(tmp_path / "o.bc", opt_level="Oz")
+    assert optimized.already_optimized and not mlopt.Module(src, opt_level="Oz").already_optimized
+    assert any("already optimized" in n for n in optimized.notes)
+    c = tmp_path / "a.c"
+    c.write_text("static int f(int x) { return x + 1; }\nint g(int y) { return f(y) * 2; }\n")
+    subprocess.run([llvm_tools["clang"], "-O0", "-emit-llvm", "-c", str(c), "-o", str(tmp_path / "a.bc")],
+                   check=True)
+    [note] = mlopt.Module(tmp_path / "a.bc", opt_level="Oz").notes
+    assert "2 of 2 functions are optnone" in note

@@ -92,10 +92,53 @@ def test_clang_route(llvm_tools, plugin, tmp_path):
 
 
 def test_unwritable_training_log_is_a_clear_error(llvm_tools, plugin, corpus_modules, tmp_path):
-    bad = tmp_path / "no-such-dir" / "t.log"
+    (tmp_path / "a-file").write_text("")
+    bad = tmp_path / "a-file" / "t.log"
     r = opt(llvm_tools, corpus_modules[0], tmp_path / "o.bc", *opt_flags(training_log=bad), check=False)
     assert r.returncode != 0
-    assert f"mlopt: cannot write training log: cannot create '{bad}'" in r.stderr
+    assert f"mlopt: cannot write training log: cannot create '{bad}': Not a directory" in r.stderr
+
+
+def test_per_translation_unit_logs_and_no_silent_overwrite(llvm_tools, plugin, tmp_path):
+    """A build of several files with one --training-log used to keep only the
+    last file's log. A directory gives one log per translation unit, equal to
+    each file's own log; a second build into the same logs is refused with
+    one line unless -mlopt-inline-training-log-overwrite."""
+    from mlopt.compiler.plugin import clang_flags
+    from tests.support.corpus import c_sources, include_flags
+
+    sources = c_sources("lz4")[:3]
+    inc = include_flags("lz4")
+    (tmp_path / "objs").mkdir()
+
+    def build(*flags, files=sources):
+        return subprocess.run([llvm_tools["clang"], "-Oz", *inc, *flags, "-c", *map(str, files)],
+                              cwd=tmp_path / "objs", capture_output=True, text=True)
+
+    r = build(*clang_flags(training_log=f"{tmp_path}/logs/"))
+    assert r.returncode == 0, r.stderr
+    logs = sorted((tmp_path / "logs").iterdir())
+    expected = [str(s).lstrip("/").replace("/", "_") + ".log" for s in sources]
+    assert [p.name for p in logs] == sorted(expected)
+    for s in sources:
+        alone = tmp_path / f"{s.name}.alone.log"
+        assert build(*clang_flags(training_log=alone), files=[s]).returncode == 0
+        own = tmp_path / "logs" / (str(s).lstrip("/").replace("/", "_") + ".log")
+        # the same decisions as the file compiled alone (the log of a lone file)
+        assert mlopt.read_log(own)[inliner.DECISION].tolist() == mlopt.read_log(alone)[inliner.DECISION].tolist()
+    before = {p: p.read_bytes() for p in logs}
+    r = build(*clang_flags(training_log=f"{tmp_path}/logs/"))
+    assert r.returncode == 1
+    assert "File exists (pass -mlopt-inline-training-log-overwrite to replace it" in r.stderr
+    assert {p: p.read_bytes() for p in logs} == before  # nothing the user had is lost
+    r = build(*clang_flags(training_log=f"{tmp_path}/logs/", overwrite_log=True))
+    assert r.returncode == 0 and {p: p.read_bytes() for p in logs} == before
+    # one plain file for several translation units: the second one is refused
+    r = build(*clang_flags(training_log=tmp_path / "one.log"))
+    assert r.returncode == 1 and r.stderr.count("File exists") == len(sources) - 1
+    # %m pattern
+    r = build(*clang_flags(training_log=f"{tmp_path}/pat/%m.inline.log"))
+    assert r.returncode == 0 and len(list((tmp_path / "pat").glob("*.c.inline.log"))) == len(sources)
 
 
 def test_cli_plugin_path_and_clang_flags(plugin, capsys):

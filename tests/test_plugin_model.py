@@ -61,7 +61,7 @@ def test_always_zero_leaves_only_mandatory_inlining(llvm_tools, plugin, corpus_m
     `alwaysinline` may be inlined (an unreachable inline threshold)."""
     never = mlopt.InlinePolicy.constant(0).export(tmp_path / "never")
     for module in corpus_modules:
-        plug, stock, log = tmp_path / "plug.bc", tmp_path / "stock.bc", tmp_path / "t.log"
+        plug, stock, log = tmp_path / "plug.bc", tmp_path / "stock.bc", tmp_path / f"{module.stem}.log"
         opt(llvm_tools, module, plug, *opt_flags(model=never, training_log=log))
         opt(llvm_tools, module, stock, "-inline-threshold=-1000000000")
         assert plug.read_bytes() == stock.read_bytes(), module.name
@@ -78,7 +78,7 @@ def test_always_one_is_stopped_by_the_size_guard(llvm_tools, plugin, corpus_modu
     for module in corpus_modules:
         counts = []
         for guard in ("2.0", "1.05"):
-            log = tmp_path / f"{guard}.log"
+            log = tmp_path / f"{module.stem}.{guard}.log"
             result = opt(llvm_tools, module, tmp_path / "o.bc", *opt_flags(model=always, training_log=log),
                          f"-ml-advisor-size-increase-threshold={guard}", timeout=300)
             assert result.returncode == 0

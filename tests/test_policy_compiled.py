@@ -83,7 +83,7 @@ def test_compiled_and_tflite_give_identical_ir_in_opt(llvm_tools, plugin, corpus
     _, directory, so = exported
     for module in corpus_modules:
         a, b = tmp_path / "tflite.bc", tmp_path / "so.bc"
-        la, lb = tmp_path / "tflite.log", tmp_path / "so.log"
+        la, lb = tmp_path / f"{module.stem}.tflite.log", tmp_path / f"{module.stem}.so.log"
         opt(llvm_tools, module, a, *opt_flags(model=directory, training_log=la))
         opt(llvm_tools, module, b, *opt_flags(model=so, training_log=lb))
         assert a.read_bytes() == b.read_bytes(), module.name

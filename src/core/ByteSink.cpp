@@ -25,6 +25,11 @@ FdSink::~FdSink() {
 std::unique_ptr<FdSink> FdSink::create(const std::string &Path, bool Overwrite) {
   int Flags = O_WRONLY | O_CREAT | O_CLOEXEC | (Overwrite ? O_TRUNC : O_EXCL);
   int Fd = ::open(Path.c_str(), Flags, 0644);
+  struct stat St;
+  if (Fd < 0 && errno == EEXIST && ::stat(Path.c_str(), &St) == 0 && !S_ISREG(St.st_mode)) {
+    // Not a file that could hold an earlier output: a FIFO, /dev/stdout...
+    Fd = ::open(Path.c_str(), O_WRONLY | O_CLOEXEC);
+  }
   if (Fd < 0)
     throw FileError(errno, "cannot create '" + Path + "'", Path);
   return std::make_unique<FdSink>(Fd, true, Path);

@@ -59,8 +59,9 @@ public:
   void flush() override;
   void discard() noexcept override;
 
-  /// Creates Path for writing; refuses to replace an existing file unless
-  /// Overwrite. Throws FileError.
+  /// Creates Path for writing; refuses to replace an existing regular file unless
+  /// Overwrite (a FIFO or device that exists is opened for writing). Throws
+  /// FileError.
   static std::unique_ptr<FdSink> create(const std::string &Path, bool Overwrite);
 
 private:

@@ -36,6 +36,7 @@ struct EngineModule {
   std::string Name;
   std::string Bitcode;
   std::string Triple;
+  unsigned DefinedFunctions, OptimizedFunctions, OptNoneFunctions;
 };
 
 nb::bytes asBytes(const std::string &S) { return nb::bytes(S.data(), S.size()); }
@@ -79,13 +80,15 @@ int64_t callPython(CallbackState &S, const int64_t *Features, size_t Count, int6
 
 nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int CodeGenLevel,
                         const std::string &TargetTriple, const std::string &RelocModel,
-                        bool KeepObject, std::shared_ptr<PolicyModelPool> Pool,
+                        int LoopVectorize, int SLPVectorize, bool KeepObject, std::shared_ptr<PolicyModelPool> Pool,
                         nb::object Callable) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
   Options.TargetTriple = TargetTriple;
   Options.RelocModel = RelocModel;
+  Options.LoopVectorize = LoopVectorize;
+  Options.SLPVectorize = SLPVectorize;
   Options.KeepObject = KeepObject;
 
   CallbackState Callback;
@@ -155,16 +158,24 @@ NB_MODULE(_engine, m) {
               nb::gil_scoped_release NoGil;
               Loaded = loadModule(Bytes, Name);
             }
-            new (Self) EngineModule{Name, std::move(Loaded.Bitcode), std::move(Loaded.Triple)};
+            new (Self) EngineModule{Name,
+                                    std::move(Loaded.Bitcode),
+                                    std::move(Loaded.Triple),
+                                    Loaded.DefinedFunctions,
+                                    Loaded.OptimizedFunctions,
+                                    Loaded.OptNoneFunctions};
           },
           "data"_a, "name"_a)
       .def_ro("name", &EngineModule::Name)
       .def_ro("triple", &EngineModule::Triple)
+      .def_ro("defined_functions", &EngineModule::DefinedFunctions)
+      .def_ro("optimized_functions", &EngineModule::OptimizedFunctions)
+      .def_ro("optnone_functions", &EngineModule::OptNoneFunctions)
       .def_prop_ro("bitcode", [](const EngineModule &M) { return asBytes(M.Bitcode); })
       .def_prop_ro("size", [](const EngineModule &M) { return M.Bitcode.size(); });
 
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a, "target_triple"_a,
-        "reloc_model"_a, "keep_object"_a, "policy"_a.none(), "callable"_a.none());
+        "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "policy"_a.none(), "callable"_a.none());
 
   m.def(
       "function_properties",

@@ -29,6 +29,9 @@ def cmd_compile(args) -> int:
     from ..problems import load_policy
 
     modules = _compile_inputs(args.inputs)
+    for m in modules:
+        for note in m.notes:
+            print(f"mlopt: note: {note}", file=sys.stderr)
     policy = load_policy(args.model) if args.model else None
     log_paths = []
     if args.log_dir:

@@ -3,6 +3,8 @@ stock opt-19 and clang-19."""
 
 from __future__ import annotations
 
+import os
+
 from ._common import add_command
 
 
@@ -19,7 +21,10 @@ def cmd_clang_flags(args) -> int:
 
     if args.model is not None:
         load_policy(args.model)  # fail here, not in the middle of a build
-    print(clang_flags_string(training_log=args.training_log, model=args.model))
+    log = args.training_log
+    if log is not None and os.path.isdir(log) and not log.endswith("/"):
+        log += "/"  # an existing directory: one log per translation unit
+    print(clang_flags_string(training_log=log, model=args.model, overwrite_log=args.overwrite_log))
     return 0
 
 
@@ -31,8 +36,13 @@ def register(sub) -> None:
 
     flags = add_command(sub, "clang-flags", "print clang-19 flags that load the plugin",
                         ["clang-19 -Oz $(mlopt clang-flags --training-log x.log) -c a.c",
+                         'make CFLAGS="-Oz $(mlopt clang-flags --training-log logs/)"   # logs/src_a.c.log, ...',
                          "clang-19 -Oz $(mlopt clang-flags --model policy_dir) -c a.c"])
-    flags.add_argument("--training-log", metavar="PATH", help="write a training log of the inliner's decisions")
+    flags.add_argument("--training-log", metavar="PATH",
+                       help="write a training log of the inliner's decisions: a file, a directory (one "
+                            "<module>.log per translation unit) or a pattern with %%m (module) / %%p (pid); "
+                            "an existing log is an error")
+    flags.add_argument("--overwrite-log", action="store_true", help="replace existing training logs")
     flags.add_argument("--model", metavar="PATH",
                        help="inlining policy: .tflite file, model directory or compiled .so (checked now)")
     flags.set_defaults(func=cmd_clang_flags)

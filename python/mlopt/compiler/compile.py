@@ -108,8 +108,9 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
              keep_object: bool) -> CompileResult:
     pipeline = pipeline or module.default_pipeline()
     level = _codegen_level(module, pipeline) if codegen else -1
+    tri = lambda flag: -1 if flag is None else int(flag)  # noqa: E731
     raw = engine().compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
-                            keep_object, pool, callback)
+                           tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, pool, callback)
     log_bytes = raw["log"]
     parsed = read_log(log_bytes) if log_bytes else None
     if parsed is not None:

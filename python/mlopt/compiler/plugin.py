@@ -33,32 +33,41 @@ def plugin_path() -> Path:
     return path
 
 
-def _mlopt_options(training_log=None, model=None) -> list[str]:
+def _mlopt_options(training_log=None, model=None, overwrite_log=False) -> list[str]:
     options = []
     if model is not None:
         options.append(f"-mlopt-inline-model={Path(model).resolve()}")
     if training_log is not None:
         options.append(f"-mlopt-inline-training-log={os.fspath(training_log)}")
+        if overwrite_log:
+            options.append("-mlopt-inline-training-log-overwrite")
     return options
 
 
-def opt_flags(*, training_log=None, model=None) -> list[str]:
+def opt_flags(*, training_log=None, model=None, overwrite_log: bool = False) -> list[str]:
     """Arguments that load the plugin into opt-19 (options after the plugin).
 
-    `model`: a .tflite file, a model directory or a compiled policy .so.
+    ``model``: a .tflite file, a model directory or a compiled policy .so.
+    ``training_log``: see :func:`clang_flags`.
     """
-    return [f"-load-pass-plugin={plugin_path()}", *_mlopt_options(training_log, model)]
+    return [f"-load-pass-plugin={plugin_path()}", *_mlopt_options(training_log, model, overwrite_log)]
 
 
-def clang_flags(*, training_log=None, model=None) -> list[str]:
+def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False) -> list[str]:
     """Arguments that load the plugin into clang-19 with its options.
 
     ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
     ``-mllvm`` options known to clang's command line.
+
+    ``training_log``: a file, a directory ending in ``/`` (one
+    ``<module>.log`` per translation unit, e.g. ``src_a.c.log``), or a
+    pattern where ``%m`` is the module's source file and ``%p`` the process
+    id. An existing log is an error unless ``overwrite_log``: in a build of
+    many files, one plain file would otherwise keep only the last one's log.
     """
     path = plugin_path()
     flags = [f"-fpass-plugin={path}", "-Xclang", "-load", "-Xclang", str(path)]
-    for option in _mlopt_options(training_log, model):
+    for option in _mlopt_options(training_log, model, overwrite_log):
         flags += ["-mllvm", option]
     return flags
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .._native import engine
 from ..errors import CorpusError
-from .command_line import CODEGEN_LEVEL, parse_command_line, split_command_file
+from .command_line import CODEGEN_LEVEL, clang_vectorizers, parse_command_line, split_command_file
 
 PathLike = str | os.PathLike
 
@@ -21,13 +21,21 @@ class Module:
     diagnostic. ``opt_level`` ("O0".."O3", "Os", "Oz"), ``target`` (a triple)
     and ``reloc_model`` ("static", "pic", ...) say how clang would compile the
     module; :meth:`from_corpus` reads them from an ml-compiler-opt corpus
-    element's ``.cmd``. Without them, :func:`compile` runs ``default<Oz>``
-    and codegen as plain ``llc-19`` does.
+    element's ``.cmd``. A module given without them is compiled the way
+    ``clang-19 -Oz -c`` compiles by default: ``default<Oz>``, codegen -O2 and,
+    on Linux targets, position-independent code (Debian's clang-19 builds PIE
+    by default); :attr:`notes` says so. Pass ``reloc_model="static"`` for
+    what plain ``llc-19`` does.
+
+    :attr:`notes` also warns when the bitcode was already optimized (an
+    ``-Oz -emit-llvm`` module re-optimized is not a training sample) or is
+    ``optnone`` (-O0: the inliner is never asked).
     """
 
     def __init__(self, source: PathLike | bytes | bytearray | memoryview, *, name: str | None = None,
                  opt_level: str | None = None, target: str | None = None,
-                 reloc_model: str | None = None):
+                 reloc_model: str | None = None, loop_vectorize: bool | None = None,
+                 slp_vectorize: bool | None = None):
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
             name = name or "<bytes>"
@@ -44,7 +52,18 @@ class Module:
         self._m = engine().Module(data, name)
         self.opt_level = opt_level
         self.target = target
+        self.notes: list[str] = []  # how it is compiled when nothing said so, and doubts about the input
+        if opt_level is None and target is None and reloc_model is None:
+            reloc_model = clang_default_reloc_model(self._m.triple)
+            loop_default, slp_default = clang_vectorizers("Oz")
+            loop_vectorize = loop_default if loop_vectorize is None else loop_vectorize
+            slp_vectorize = slp_default if slp_vectorize is None else slp_vectorize
+            self.notes.append(f"{name}: no compile command; compiled as clang-19 -Oz -c would by default "
+                              f"(default<Oz>, {reloc_model} code, SLP vectorizer on)")
         self.reloc_model = reloc_model
+        self.loop_vectorize = loop_vectorize
+        self.slp_vectorize = slp_vectorize
+        self.notes += optimization_notes(name, self._m)
 
     @classmethod
     def from_corpus(cls, path: PathLike) -> Module:
@@ -66,6 +85,11 @@ class Module:
             raise CorpusError(f"{cmd_path}: cannot split the command line: {e}") from None
         flags = parse_command_line(args)
         return cls(path, **flags)
+
+    @property
+    def already_optimized(self) -> bool:
+        """The bitcode carries attributes only LLVM's optimizer sets."""
+        return self._m.optimized_functions > 0
 
     @property
     def name(self) -> str:
@@ -93,3 +117,22 @@ class Module:
     def size(self) -> int:
         """Bytes of bitcode."""
         return self._m.size
+
+
+def clang_default_reloc_model(triple: str) -> str:
+    """What clang-19 as Debian ships it uses without -fPIC/-fno-pic flags:
+    PIE (``pic``) on Linux targets, ``static`` elsewhere."""
+    return "pic" if "linux" in (triple or "linux") else "static"
+
+
+def optimization_notes(name: str, m) -> list[str]:
+    notes = []
+    if m.optimized_functions:
+        notes.append(f"{name}: already optimized ({m.optimized_functions} of {m.defined_functions} functions "
+                     "carry attributes only LLVM's optimizer sets): re-optimizing it is not what a build does; "
+                     "use the bitcode of clang -Oz -Xclang -disable-llvm-passes -emit-llvm or of "
+                     "-fembed-bitcode=all")
+    if m.optnone_functions:
+        notes.append(f"{name}: {m.optnone_functions} of {m.defined_functions} functions are optnone (built at "
+                     "-O0): the inliner is not asked about their calls")
+    return notes

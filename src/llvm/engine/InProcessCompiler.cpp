@@ -71,6 +71,19 @@ LoadedModule loadModule(const std::string &Bytes, const std::string &Name) {
   std::unique_ptr<Module> M = parseModule(Ctx, Bytes, Name);
   LoadedModule Loaded;
   Loaded.Triple = M->getTargetTriple();
+  for (const Function &F : *M) {
+    if (F.isDeclaration())
+      continue;
+    ++Loaded.DefinedFunctions;
+    // clang's front end never sets these on a definition; function-attrs
+    // and globalopt do.
+    if (F.hasFnAttribute(Attribute::NoFree) || F.hasFnAttribute(Attribute::NoSync) ||
+        F.hasFnAttribute(Attribute::WillReturn) ||
+        F.getUnnamedAddr() == GlobalValue::UnnamedAddr::Local)
+      ++Loaded.OptimizedFunctions;
+    if (F.hasFnAttribute(Attribute::OptimizeNone))
+      ++Loaded.OptNoneFunctions;
+  }
   if (isBitcode(reinterpret_cast<const unsigned char *>(Bytes.data()),
                 reinterpret_cast<const unsigned char *>(Bytes.data() + Bytes.size()))) {
     Loaded.Bitcode = Bytes;
@@ -97,10 +110,21 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   AdvisorState State;
   State.MakeRunner = &MakeRunner;
   {
-    std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M);
-    PassSetup Passes(*M, TM.get(), [](ModuleAnalysisManager &MAM) {
-      MAM.registerPass([] { return PluginInlineAdvisorAnalysis(advisorFactory); });
-    });
+    std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M, Options.RelocModel);
+    std::optional<PipelineTuningOptions> Tuning;
+    if (Options.LoopVectorize >= 0 || Options.SLPVectorize >= 0) {
+      // As clang sets them (the other options keep their defaults, as in clang
+      // without -funroll-loops/-fmerge-functions flags).
+      Tuning.emplace();
+      Tuning->LoopVectorization = Options.LoopVectorize > 0;
+      Tuning->SLPVectorization = Options.SLPVectorize > 0;
+    }
+    PassSetup Passes(
+        *M, TM.get(),
+        [](ModuleAnalysisManager &MAM) {
+          MAM.registerPass([] { return PluginInlineAdvisorAnalysis(advisorFactory); });
+        },
+        Tuning);
     State.MAM = &Passes.MAM();
     CurrentScope Scope(State);
     Passes.run(*M, Options.Pipeline);

@@ -50,6 +50,10 @@ struct CompileOptions {
   /// "static", "pic", "dynamic-no-pic", "ropi", ...; empty: the target's default
   /// (what llc does without -relocation-model).
   std::string RelocModel;
+  /// Loop and SLP vectorization in the optimizer (clang's -vectorize-loops
+  /// and -vectorize-slp): 1 on, 0 off, -1 opt's default for the pipeline.
+  int LoopVectorize = -1;
+  int SLPVectorize = -1;
   bool KeepObject = false;
 };
 
@@ -65,6 +69,12 @@ struct CompileOutput {
 struct LoadedModule {
   std::string Bitcode;
   std::string Triple;
+  /// Function definitions; of them, those with attributes only LLVM's
+  /// optimizer adds (nofree, nosync, willreturn, local_unnamed_addr: the
+  /// module was already optimized), and those marked optnone (-O0).
+  unsigned DefinedFunctions = 0;
+  unsigned OptimizedFunctions = 0;
+  unsigned OptNoneFunctions = 0;
 };
 
 /// Throws ModuleError. The functions below take LoadedModule::Bitcode and do

@@ -7,6 +7,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/IRReader/IRReader.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -63,17 +64,29 @@ std::unique_ptr<Module> parseModule(LLVMContext &Ctx, const std::string &Bytes,
   return M;
 }
 
-std::unique_ptr<TargetMachine> createOptTargetMachine(Module &M) {
+static std::optional<Reloc::Model> parseRelocModel(const std::string &Name);
+
+std::unique_ptr<TargetMachine> createOptTargetMachine(Module &M, const std::string &RelocModel) {
   Triple T(M.getTargetTriple());
   if (!T.getArch())
     return nullptr;
-  Expected<std::unique_ptr<TargetMachine>> TM =
-      codegen::createTargetMachineForTriple(T.str(), CodeGenOptLevel::None);
+  std::string Error;
+  const Target *TheTarget = TargetRegistry::lookupTarget(codegen::getMArch(), T, Error);
+  if (!TheTarget)
+    throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() + "': " + Error);
+  // As opt's codegen::createTargetMachineForTriple, with the relocation
+  // model given here (opt's -relocation-model): passes such as
+  // rel-lookup-table-converter read it.
+  std::optional<Reloc::Model> Reloc = RelocModel.empty() ? codegen::getExplicitRelocModel()
+                                                         : parseRelocModel(RelocModel);
+  std::unique_ptr<TargetMachine> TM(TheTarget->createTargetMachine(
+      T.getTriple(), codegen::getCPUStr(), codegen::getFeaturesStr(),
+      codegen::InitTargetOptionsFromCodeGenFlags(T), Reloc, codegen::getExplicitCodeModel(),
+      CodeGenOptLevel::None));
   if (!TM)
-    throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() +
-                       "': " + toString(TM.takeError()));
+    throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() + "'");
   codegen::setFunctionAttributes(codegen::getCPUStr(), codegen::getFeaturesStr(), M);
-  return std::move(*TM);
+  return TM;
 }
 
 static std::optional<Reloc::Model> parseRelocModel(const std::string &Name) {
@@ -139,10 +152,12 @@ DiagnosticCollector &collectDiagnostics(LLVMContext &Ctx) {
 }
 
 PassSetup::PassSetup(Module &M, TargetMachine *TM,
-                     const std::function<void(ModuleAnalysisManager &)> &RegisterModuleAnalyses)
+                     const std::function<void(ModuleAnalysisManager &)> &RegisterModuleAnalyses,
+                     const std::optional<PipelineTuningOptions> &Tuning)
     : TLII(Triple(M.getTargetTriple())),
       SI(M.getContext(), /*DebugLogging=*/false, /*VerifyEach=*/false),
-      PB(TM, PipelineTuningOptions(), std::nullopt, &PIC) {
+      HasTuning(Tuning.has_value()),
+      PB(TM, Tuning.value_or(PipelineTuningOptions()), std::nullopt, &PIC) {
   SI.registerCallbacks(PIC, &MAMs);
   AAManager AA;
   if (Error E = PB.parseAAPipeline(AA, "default"))
@@ -166,9 +181,29 @@ PassSetup::~PassSetup() {
   LAMs.clear();
 }
 
+static std::optional<OptimizationLevel> defaultPipelineLevel(StringRef Pipeline) {
+  if (!Pipeline.consume_front("default<") || !Pipeline.consume_back(">"))
+    return std::nullopt;
+  return StringSwitch<std::optional<OptimizationLevel>>(Pipeline)
+      .Case("O0", OptimizationLevel::O0)
+      .Case("O1", OptimizationLevel::O1)
+      .Case("O2", OptimizationLevel::O2)
+      .Case("O3", OptimizationLevel::O3)
+      .Case("Os", OptimizationLevel::Os)
+      .Case("Oz", OptimizationLevel::Oz)
+      .Default(std::nullopt);
+}
+
 void PassSetup::run(Module &M, const std::string &Pipeline) {
   ModulePassManager MPM;
-  if (Error E = PB.parsePassPipeline(MPM, Pipeline))
+  // The textual "default<Ox>" resets the vectorizer options to opt's choice
+  // for the level; with the caller's tuning, build the pipeline the way clang
+  // does instead.
+  std::optional<OptimizationLevel> Level = HasTuning ? defaultPipelineLevel(Pipeline) : std::nullopt;
+  if (Level)
+    MPM = *Level == OptimizationLevel::O0 ? PB.buildO0DefaultPipeline(*Level)
+                                          : PB.buildPerModuleDefaultPipeline(*Level);
+  else if (Error E = PB.parsePassPipeline(MPM, Pipeline))
     throw CompileError("invalid pipeline '" + Pipeline + "': " + toString(std::move(E)));
   MPM.addPass(VerifierPass());
   MPM.run(M, MAMs);

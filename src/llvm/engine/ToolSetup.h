@@ -7,12 +7,16 @@
 //    caller already did (opt refuses broken input); failures throw
 //    ModuleError "<name>: <LLVM's message>";
 //  - createOptTargetMachine: opt's target machine (codegen flag defaults,
-//    CodeGenOptLevel::None), null when the triple has no architecture;
+//    CodeGenOptLevel::None, the relocation model given as opt's
+//    -relocation-model), null when the triple has no architecture;
 //  - createCodeGenTargetMachine: llc's (codegen flag defaults, -O<level>,
 //    explicit or default relocation model, the module's code model);
 //  - PassSetup: opt's new-pass-manager set-up (default AA pipeline, the
 //    triple's TargetLibraryInfo, StandardInstrumentations so optnone and
-//    opt-bisect behave as in opt, PipelineTuningOptions defaults);
+//    opt-bisect behave as in opt, PipelineTuningOptions defaults). With
+//    tuning options from the caller, "default<Ox>" is built as clang builds
+//    it (buildPerModuleDefaultPipeline with those options) instead of
+//    opt's parser, which resets the vectorizers for the level;
 //  - DiagnosticCollector: a context diagnostic handler that records errors
 //    and warnings instead of printing them or exiting.
 // Targets are registered once per process (initializeTargets); global LLVM
@@ -36,6 +40,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -51,7 +56,8 @@ std::shared_mutex &llvmOptionLock();
 std::unique_ptr<llvm::Module> parseModule(llvm::LLVMContext &Ctx, const std::string &Bytes,
                                           const std::string &Name, bool Verify = true);
 
-std::unique_ptr<llvm::TargetMachine> createOptTargetMachine(llvm::Module &M);
+std::unique_ptr<llvm::TargetMachine> createOptTargetMachine(llvm::Module &M,
+                                                            const std::string &RelocModel = "");
 
 std::unique_ptr<llvm::TargetMachine> createCodeGenTargetMachine(llvm::Module &M, int Level,
                                                                 const std::string &RelocModel);
@@ -71,7 +77,8 @@ public:
   /// RegisterModuleAnalyses runs before the standard module analyses are
   /// registered (so its registrations win, as a plugin's do in opt).
   PassSetup(llvm::Module &M, llvm::TargetMachine *TM,
-            const std::function<void(llvm::ModuleAnalysisManager &)> &RegisterModuleAnalyses = {});
+            const std::function<void(llvm::ModuleAnalysisManager &)> &RegisterModuleAnalyses = {},
+            const std::optional<llvm::PipelineTuningOptions> &Tuning = std::nullopt);
   ~PassSetup();
 
   llvm::PassBuilder &builder() { return PB; }
@@ -89,6 +96,7 @@ private:
   llvm::ModuleAnalysisManager MAMs;
   llvm::PassInstrumentationCallbacks PIC;
   llvm::StandardInstrumentations SI;
+  bool HasTuning;
   llvm::PassBuilder PB;
 };
 

@@ -4,6 +4,11 @@
 //   opt-19 -load-pass-plugin=P -mlopt-inline-training-log=x.log -passes='default<Oz>' ...
 //   clang-19 -Oz -fpass-plugin=P -Xclang -load -Xclang P -mllvm -mlopt-... -c x.c
 //
+// Training logs are never replaced silently: an existing log is an error
+// unless -mlopt-inline-training-log-overwrite. In a build, give each
+// translation unit its own log with a directory (a path ending in '/') or a
+// pattern with %m (the module's source file, see TrainingLogPath.h).
+//
 // Without any -mlopt-inline-* option the plugin registers nothing and the
 // compiler behaves exactly as stock.
 
@@ -13,6 +18,7 @@
 #include "PluginDiagnostic.h"
 #include "PolicyModelRunner.h"
 #include "TensorSpecConversion.h"
+#include "TrainingLogPath.h"
 
 #include "llvm/Analysis/InlineAdvisor.h"
 #include "llvm/IR/LLVMContext.h"
@@ -21,6 +27,8 @@
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <cerrno>
+#include <map>
 #include <memory>
 
 using namespace llvm;
@@ -33,7 +41,14 @@ cl::opt<std::string>
     TrainingLogPath("mlopt-inline-training-log", cl::value_desc("path"), cl::cat(Category),
                     cl::desc("mlopt: write an MLGO training log of every inlining decision "
                              "(LLVM's development-mode layout: 38 features, inlining_default, "
-                             "inlining_decision)"));
+                             "inlining_decision). A path ending in '/' is a directory that gets "
+                             "one <module>.log per translation unit; %m in the path is replaced "
+                             "by the module's source file (slashes as '_'), %p by the process id"));
+
+cl::opt<bool> TrainingLogOverwrite("mlopt-inline-training-log-overwrite", cl::init(false),
+                                   cl::cat(Category),
+                                   cl::desc("mlopt: replace an existing training log (default: "
+                                            "an existing log is an error)"));
 
 cl::opt<std::string>
     ModelPath("mlopt-inline-model", cl::value_desc("path"), cl::cat(Category),
@@ -82,23 +97,36 @@ cl::opt<bool> InteractiveIncludeDefault(
 
 ModuleAnalysisManager *TheMAM = nullptr;
 
-/// One log per compiler process; inliner sessions append to it.
-mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const mlopt::InlinePolicyRunner &Runner) {
-  static std::unique_ptr<mlopt::TrainingLogWriter> Log;
-  static bool Failed = false;
-  if (Log || Failed || TrainingLogPath.empty())
-    return Log.get();
+/// One log per expanded path (with %m: per module); sessions of the inliner
+/// on the same module append to it. A log that cannot be created is
+/// reported once per path as an error and compilation goes on without it.
+mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const Module &M,
+                                      const mlopt::InlinePolicyRunner &Runner) {
+  static std::map<std::string, std::unique_ptr<mlopt::TrainingLogWriter>> Logs;
+  if (TrainingLogPath.empty())
+    return nullptr;
+  std::string Path = mlopt::expandTrainingLogPath(TrainingLogPath, M.getSourceFileName(),
+                                                  M.getModuleIdentifier());
+  auto [It, Inserted] = Logs.try_emplace(Path);
+  if (!Inserted)
+    return It->second.get(); // nullptr after a failure, already reported
   try {
-    Log = std::make_unique<mlopt::TrainingLogWriter>(
-        mlopt::FdSink::create(TrainingLogPath, /*Overwrite=*/true),
-        mlopt::trainingLogFeatures(Runner));
-    Log->switchContext("");
+    mlopt::makeParentDirectory(Path);
+    It->second = std::make_unique<mlopt::TrainingLogWriter>(
+        mlopt::FdSink::create(Path, TrainingLogOverwrite), mlopt::trainingLogFeatures(Runner));
+    It->second->switchContext("");
+  } catch (const mlopt::FileError &E) {
+    It->second.reset();
+    std::string Hint = E.code().value() == EEXIST
+                           ? " (pass -mlopt-inline-training-log-overwrite to replace it, or "
+                             "use a per-module pattern such as logs/%m.log)"
+                           : "";
+    Ctx.emitError(Twine("mlopt: cannot write training log: ") + E.what() + Hint);
   } catch (const std::exception &E) {
-    Failed = true;
-    Log.reset();
+    It->second.reset();
     Ctx.emitError(Twine("mlopt: cannot write training log: ") + E.what());
   }
-  return Log.get();
+  return It->second.get();
 }
 
 /// The policy, loaded once per compiler process; nullptr after an error
@@ -138,7 +166,10 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
   } else if (!InteractiveBase.empty())
     Runner = std::make_unique<mlopt::InteractiveRunner>(
         M.getContext(), InteractiveBase, InteractiveTimeout, InteractiveIncludeDefault);
-  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, IC, std::move(Runner), trainingLog);
+  auto LogFor = [&M](LLVMContext &Ctx, const mlopt::InlinePolicyRunner &R) {
+    return trainingLog(Ctx, M, R);
+  };
+  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, IC, std::move(Runner), LogFor);
 }
 
 bool pluginActive() {
