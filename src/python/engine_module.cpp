@@ -80,8 +80,8 @@ int64_t callPython(CallbackState &S, const int64_t *Features, size_t Count, int6
 
 nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int CodeGenLevel,
                         const std::string &TargetTriple, const std::string &RelocModel,
-                        int LoopVectorize, int SLPVectorize, bool KeepObject, std::shared_ptr<PolicyModelPool> Pool,
-                        nb::object Callable) {
+                        int LoopVectorize, int SLPVectorize, bool KeepObject,
+                        std::shared_ptr<PolicyModelPool> Pool, nb::object Callable) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -175,7 +175,8 @@ NB_MODULE(_engine, m) {
       .def_prop_ro("size", [](const EngineModule &M) { return M.Bitcode.size(); });
 
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a, "target_triple"_a,
-        "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "policy"_a.none(), "callable"_a.none());
+        "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "policy"_a.none(),
+        "callable"_a.none());
 
   m.def(
       "function_properties",

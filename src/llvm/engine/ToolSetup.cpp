@@ -1,13 +1,13 @@
 #include "ToolSetup.h"
 #include "InProcessCompiler.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Analysis/AliasAnalysis.h"
 #include "llvm/CodeGen/CommandFlags.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/IRReader/IRReader.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -73,16 +73,17 @@ std::unique_ptr<TargetMachine> createOptTargetMachine(Module &M, const std::stri
   std::string Error;
   const Target *TheTarget = TargetRegistry::lookupTarget(codegen::getMArch(), T, Error);
   if (!TheTarget)
-    throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() + "': " + Error);
+    throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() +
+                       "': " + Error);
   // As opt's codegen::createTargetMachineForTriple, with the relocation
   // model given here (opt's -relocation-model): passes such as
   // rel-lookup-table-converter read it.
-  std::optional<Reloc::Model> Reloc = RelocModel.empty() ? codegen::getExplicitRelocModel()
-                                                         : parseRelocModel(RelocModel);
-  std::unique_ptr<TargetMachine> TM(TheTarget->createTargetMachine(
-      T.getTriple(), codegen::getCPUStr(), codegen::getFeaturesStr(),
-      codegen::InitTargetOptionsFromCodeGenFlags(T), Reloc, codegen::getExplicitCodeModel(),
-      CodeGenOptLevel::None));
+  std::optional<Reloc::Model> Reloc =
+      RelocModel.empty() ? codegen::getExplicitRelocModel() : parseRelocModel(RelocModel);
+  std::unique_ptr<TargetMachine> TM(
+      TheTarget->createTargetMachine(T.getTriple(), codegen::getCPUStr(), codegen::getFeaturesStr(),
+                                     codegen::InitTargetOptionsFromCodeGenFlags(T), Reloc,
+                                     codegen::getExplicitCodeModel(), CodeGenOptLevel::None));
   if (!TM)
     throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() + "'");
   codegen::setFunctionAttributes(codegen::getCPUStr(), codegen::getFeaturesStr(), M);
@@ -199,7 +200,8 @@ void PassSetup::run(Module &M, const std::string &Pipeline) {
   // The textual "default<Ox>" resets the vectorizer options to opt's choice
   // for the level; with the caller's tuning, build the pipeline the way clang
   // does instead.
-  std::optional<OptimizationLevel> Level = HasTuning ? defaultPipelineLevel(Pipeline) : std::nullopt;
+  std::optional<OptimizationLevel> Level =
+      HasTuning ? defaultPipelineLevel(Pipeline) : std::nullopt;
   if (Level)
     MPM = *Level == OptimizationLevel::O0 ? PB.buildO0DefaultPipeline(*Level)
                                           : PB.buildPerModuleDefaultPipeline(*Level);

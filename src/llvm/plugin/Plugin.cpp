@@ -105,8 +105,8 @@ mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const Module &M,
   static std::map<std::string, std::unique_ptr<mlopt::TrainingLogWriter>> Logs;
   if (TrainingLogPath.empty())
     return nullptr;
-  std::string Path = mlopt::expandTrainingLogPath(TrainingLogPath, M.getSourceFileName(),
-                                                  M.getModuleIdentifier());
+  std::string Path =
+      mlopt::expandTrainingLogPath(TrainingLogPath, M.getSourceFileName(), M.getModuleIdentifier());
   auto [It, Inserted] = Logs.try_emplace(Path);
   if (!Inserted)
     return It->second.get(); // nullptr after a failure, already reported
