@@ -80,7 +80,7 @@ int64_t callPython(CallbackState &S, const int64_t *Features, size_t Count, int6
 
 nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int CodeGenLevel,
                         const std::string &TargetTriple, const std::string &RelocModel,
-                        int LoopVectorize, int SLPVectorize, bool KeepObject,
+                        int LoopVectorize, int SLPVectorize, bool KeepObject, bool CallSites,
                         std::shared_ptr<PolicyModelPool> Pool, nb::object Callable) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
@@ -89,6 +89,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   Options.RelocModel = RelocModel;
   Options.LoopVectorize = LoopVectorize;
   Options.SLPVectorize = SLPVectorize;
+  Options.RecordCallSites = CallSites;
   Options.KeepObject = KeepObject;
 
   CallbackState Callback;
@@ -137,6 +138,10 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   for (const std::string &W : Out.Warnings)
     Warnings.append(W);
   R["warnings"] = Warnings;
+  nb::list Sites;
+  for (const auto &[Caller, Callee] : Out.CallSites)
+    Sites.append(nb::make_tuple(Caller, Callee));
+  R["call_sites"] = Sites;
   return R;
 }
 
@@ -175,8 +180,8 @@ NB_MODULE(_engine, m) {
       .def_prop_ro("size", [](const EngineModule &M) { return M.Bitcode.size(); });
 
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a, "target_triple"_a,
-        "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "policy"_a.none(),
-        "callable"_a.none());
+        "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "call_sites"_a,
+        "policy"_a.none(), "callable"_a.none());
 
   m.def(
       "function_properties",

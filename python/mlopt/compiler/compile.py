@@ -42,6 +42,8 @@ class CompileResult:
     ``default_decisions``: the stock heuristic's answer for the same sites.
     ``log``: the training log (the plugin's development-mode layout), or
     None when ``log=False`` or the pipeline has no inliner.
+    ``call_sites``: with ``call_sites=True``, (caller, callee) of each
+    decision, row for row with the log.
     """
 
     module: str
@@ -52,6 +54,7 @@ class CompileResult:
     log_bytes: bytes = field(repr=False)
     object: bytes | None = field(default=None, repr=False)
     warnings: list[str] = field(default_factory=list)
+    call_sites: list[tuple[str, str]] | None = field(default=None, repr=False)
 
 
 PolicyLike = object  # None | LoadedPolicy | InlinePolicy | path | callable
@@ -105,12 +108,13 @@ def _codegen_level(module: Module, pipeline: str) -> int:
 
 
 def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
-             keep_object: bool) -> CompileResult:
+             keep_object: bool, call_sites: bool = False) -> CompileResult:
     pipeline = pipeline or module.default_pipeline()
     level = _codegen_level(module, pipeline) if codegen else -1
     tri = lambda flag: -1 if flag is None else int(flag)  # noqa: E731
     raw = engine().compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
-                           tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, pool, callback)
+                           tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, call_sites, pool,
+                           callback)
     log_bytes = raw["log"]
     parsed = read_log(log_bytes) if log_bytes else None
     if parsed is not None:
@@ -120,11 +124,12 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
         decisions = defaults = np.zeros(0, np.int64)
     return CompileResult(module.name, raw["text_size"], decisions, defaults,
                          parsed if log else None, log_bytes if log else b"",
-                         raw["object"], list(raw["warnings"]))
+                         raw["object"], list(raw["warnings"]), raw["call_sites"] if call_sites else None)
 
 
 def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeline: str | None = None,
-            log: bool = True, *, codegen: bool = True, keep_object: bool = False) -> CompileResult:
+            log: bool = True, *, codegen: bool = True, keep_object: bool = False,
+            call_sites: bool = False) -> CompileResult:
     """Optimize ``module`` with ``pipeline`` (default ``default<Oz>``, or the
     corpus element's level) with ``policy`` deciding inlining, then generate
     object code in memory at the level clang would use for it.
@@ -138,7 +143,7 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     re-raised when the compile ends.
     """
     pool, callback = _resolve_policy(policy)
-    return _compile(_as_module(module), pool, callback, pipeline, log, codegen, keep_object)
+    return _compile(_as_module(module), pool, callback, pipeline, log, codegen, keep_object, call_sites)
 
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,

@@ -1,22 +1,41 @@
-"""Corpora in ml-compiler-opt's layout: ``corpus_description.json`` listing
-``modules``, each ``<m>.bc`` with its compile command in ``<m>.cmd``."""
+"""Reading corpora in ml-compiler-opt's layout: ``corpus_description.json``
+listing ``modules``, each ``<m>.bc`` with its compile command in ``<m>.cmd``
+or, for every module, ``global_command_override``."""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorpusError
+from .layout import DESCRIPTION
 from .module import Module
 
 PathLike = str | os.PathLike
 
 
-def load_corpus(directory: PathLike) -> list[Module]:
-    """The modules of an ml-compiler-opt corpus directory."""
-    directory = Path(directory)
-    desc_path = directory / "corpus_description.json"
+@dataclass(frozen=True)
+class CorpusEntry:
+    """One module of a corpus on disk, not loaded yet (cheap to send to a
+    worker process). ``command``: the global command line override, or None
+    when the module's ``.cmd`` says how it is compiled."""
+
+    name: str
+    bitcode_path: Path
+    command: tuple[str, ...] | None = None
+
+    @property
+    def size(self) -> int:
+        return self.bitcode_path.stat().st_size
+
+    def load(self) -> Module:
+        return Module.from_corpus(self.bitcode_path, command=self.command, name=self.name)
+
+
+def read_description(directory: PathLike) -> dict:
+    desc_path = Path(directory) / DESCRIPTION
     try:
         desc = json.loads(desc_path.read_bytes())
     except OSError as e:
@@ -26,4 +45,27 @@ def load_corpus(directory: PathLike) -> list[Module]:
     modules = desc.get("modules") if isinstance(desc, dict) else None
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
         raise CorpusError(f"{desc_path}: expected an object with a 'modules' list of names")
-    return [Module.from_corpus(directory / f"{m}.bc") for m in modules]
+    if desc.get("has_thinlto"):
+        raise CorpusError(f"{desc_path}: ThinLTO corpora (has_thinlto) are not supported")
+    override = desc.get("global_command_override")
+    if override is not None:
+        if not isinstance(override, list) or not all(isinstance(a, str) for a in override):
+            raise CorpusError(f"{desc_path}: 'global_command_override' must be a list of arguments")
+        if override == ["<UNSPECIFIED>"]:
+            raise CorpusError(f"{desc_path}: 'global_command_override' is <UNSPECIFIED>: set the command line "
+                              "the modules are compiled with")
+    return desc
+
+
+def corpus_entries(directory: PathLike) -> list[CorpusEntry]:
+    """The modules of a corpus directory, in the description's order."""
+    directory = Path(directory)
+    desc = read_description(directory)
+    override = desc.get("global_command_override")
+    command = tuple(override) if override is not None else None
+    return [CorpusEntry(m, directory / f"{m}.bc", command) for m in desc["modules"]]
+
+
+def load_corpus(directory: PathLike) -> list[Module]:
+    """The modules of an ml-compiler-opt corpus directory, loaded."""
+    return [e.load() for e in corpus_entries(directory)]

@@ -66,25 +66,32 @@ class Module:
         self.notes += optimization_notes(name, self._m)
 
     @classmethod
-    def from_corpus(cls, path: PathLike) -> Module:
+    def from_corpus(cls, path: PathLike, command: list[str] | tuple[str, ...] | None = None,
+                    name: str | None = None) -> Module:
         """A corpus element: ``x.bc`` with its compile command in ``x.cmd``
         (arguments separated by NUL, as ml-compiler-opt's extract_ir writes
-        them, or by spaces). The -O level, the target (``-triple``,
-        ``--target=``, ``-target``) and the relocation model
-        (``-mrelocation-model``, ``-fPIC``/``-fno-pic``...) are taken from it."""
+        them, or by spaces), or ``command`` (a corpus' global command line
+        override). The -O level, the target (``-triple``, ``--target=``,
+        ``-target``), the relocation model (``-mrelocation-model``,
+        ``-fPIC``/``-fno-pic``...) and the vectorizers are taken from it."""
         path = Path(path)
-        cmd_path = path.with_suffix(".cmd")
-        try:
-            text = cmd_path.read_bytes().decode("utf-8", "surrogateescape")
-        except OSError as e:
-            raise FileNotFoundError(e.errno, f"corpus element has no command line: {e.strerror}",
-                                    str(cmd_path)) from None
-        try:
-            args = split_command_file(text)
-        except ValueError as e:  # shlex: unbalanced quotes
-            raise CorpusError(f"{cmd_path}: cannot split the command line: {e}") from None
+        if command is not None:
+            args = list(command)
+        else:
+            cmd_path = path.with_suffix(".cmd")
+            try:
+                text = cmd_path.read_bytes().decode("utf-8", "surrogateescape")
+            except OSError as e:
+                raise FileNotFoundError(e.errno, f"corpus element has no command line: {e.strerror}",
+                                        str(cmd_path)) from None
+            try:
+                args = split_command_file(text)
+            except ValueError as e:  # shlex: unbalanced quotes
+                raise CorpusError(f"{cmd_path}: cannot split the command line: {e}") from None
         flags = parse_command_line(args)
-        return cls(path, **flags)
+        if not args:  # an empty override: how clang compiles by default
+            return cls(path, name=name)
+        return cls(path, name=name, **flags)
 
     @property
     def already_optimized(self) -> bool:

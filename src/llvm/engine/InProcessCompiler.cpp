@@ -27,6 +27,7 @@ struct AdvisorState {
   const RunnerFactory *MakeRunner = nullptr;
   StringSink *LogSink = nullptr; // owned by Log
   std::unique_ptr<TrainingLogWriter> Log;
+  CallSiteNames *Sites = nullptr; // set when the caller wants names
 };
 
 thread_local AdvisorState *Current = nullptr;
@@ -47,7 +48,8 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
     }
     return S->Log.get();
   };
-  return makeInlineAdvisor(M, FAM, *S->MAM, Params, IC, (*S->MakeRunner)(M.getContext()), LogFor);
+  return makeInlineAdvisor(M, FAM, *S->MAM, Params, IC, (*S->MakeRunner)(M.getContext()), LogFor,
+                           S->Sites);
 }
 
 struct CurrentScope {
@@ -109,6 +111,8 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
 
   AdvisorState State;
   State.MakeRunner = &MakeRunner;
+  if (Options.RecordCallSites)
+    State.Sites = &Out.CallSites;
   {
     std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M, Options.RelocModel);
     std::optional<PipelineTuningOptions> Tuning;

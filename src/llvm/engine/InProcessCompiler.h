@@ -55,6 +55,8 @@ struct CompileOptions {
   int LoopVectorize = -1;
   int SLPVectorize = -1;
   bool KeepObject = false;
+  /// Names the caller and callee of every logged decision (CallSites).
+  bool RecordCallSites = false;
 };
 
 struct CompileOutput {
@@ -62,6 +64,7 @@ struct CompileOutput {
   std::string Object;      // the object file, when KeepObject
   std::string TrainingLog; // development-mode log of the inliner's decisions
   std::vector<std::string> Warnings;
+  std::vector<std::pair<std::string, std::string>> CallSites; // with RecordCallSites
 };
 
 /// A module checked to parse and verify, as bitcode (a .ll text is

@@ -12,7 +12,7 @@ namespace mlopt {
 InlineAdvisor *makeInlineAdvisor(Module &M, FunctionAnalysisManager &FAM,
                                  ModuleAnalysisManager &MAM, const InlineParams &Params,
                                  InlineContext IC, std::unique_ptr<InlinePolicyRunner> Runner,
-                                 const TrainingLogProvider &LogFor) {
+                                 const TrainingLogProvider &LogFor, CallSiteNames *Sites) {
   try { // called by LLVM: nothing may unwind through its frames
     if (!Runner)
       Runner = std::make_unique<HeuristicRunner>(M.getContext());
@@ -20,7 +20,7 @@ InlineAdvisor *makeInlineAdvisor(Module &M, FunctionAnalysisManager &FAM,
     auto Default = [&FAM, Params](CallBase &CB) {
       return heuristicInlineDecision(CB, FAM, Params);
     };
-    return new MLoptInlineAdvisor(M, MAM, std::move(Runner), Default, Log);
+    return new MLoptInlineAdvisor(M, MAM, std::move(Runner), Default, Log, Sites);
   } catch (const std::exception &E) {
     M.getContext().diagnose(PluginDiagnostic(
         DS_Error, std::string("mlopt: cannot set up the inline advisor: ") + E.what()));

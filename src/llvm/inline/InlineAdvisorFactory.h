@@ -18,6 +18,7 @@
 #define MLOPT_LLVM_INLINEADVISORFACTORY_H
 
 #include "InlinePolicyRunner.h"
+#include "MLoptInlineAdvisor.h"
 #include "TrainingLogWriter.h"
 
 #include "llvm/Analysis/InlineAdvisor.h"
@@ -35,7 +36,8 @@ llvm::InlineAdvisor *makeInlineAdvisor(llvm::Module &M, llvm::FunctionAnalysisMa
                                        llvm::ModuleAnalysisManager &MAM,
                                        const llvm::InlineParams &Params, llvm::InlineContext IC,
                                        std::unique_ptr<InlinePolicyRunner> Runner,
-                                       const TrainingLogProvider &LogFor);
+                                       const TrainingLogProvider &LogFor,
+                                       CallSiteNames *Sites = nullptr);
 
 } // namespace mlopt
 

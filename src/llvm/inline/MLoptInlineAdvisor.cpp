@@ -52,9 +52,16 @@ namespace {
 class LoggingAdvice final : public MLInlineAdvice {
 public:
   LoggingAdvice(MLInlineAdvisor *Advisor, CallBase &CB, OptimizationRemarkEmitter &ORE,
-                bool Recommendation, int64_t Default, std::string Row, TrainingLogWriter &Log)
+                bool Recommendation, int64_t Default, std::string Row, TrainingLogWriter &Log,
+                CallSiteNames *Sites)
       : MLInlineAdvice(Advisor, CB, ORE, Recommendation), Default(Default), Row(std::move(Row)),
-        Log(Log) {}
+        Log(Log), Sites(Sites) {
+    if (Sites) {
+      Caller = CB.getCaller()->getName().str();
+      if (const Function *Callee = CB.getCalledFunction())
+        CalleeName = Callee->getName().str();
+    }
+  }
 
   void recordInliningImpl() override {
     MLInlineAdvice::recordInliningImpl();
@@ -75,7 +82,8 @@ public:
 
 private:
   void log() {
-    writeTrainingLog(getCaller()->getContext(), Log, [&] { logUnguarded(); });
+    if (writeTrainingLog(getCaller()->getContext(), Log, [&] { logUnguarded(); }) && Sites)
+      Sites->emplace_back(std::move(Caller), std::move(CalleeName));
   }
   void logUnguarded() {
     Log.startObservation();
@@ -93,16 +101,18 @@ private:
   int64_t Default;
   std::string Row; // features and extra outputs, as evaluated
   TrainingLogWriter &Log;
+  CallSiteNames *Sites;
+  std::string Caller, CalleeName;
 };
 } // namespace
 
 MLoptInlineAdvisor::MLoptInlineAdvisor(Module &M, ModuleAnalysisManager &MAM,
                                        std::unique_ptr<InlinePolicyRunner> RunnerIn,
                                        std::function<bool(CallBase &)> DefaultAdvice,
-                                       TrainingLogWriter *Log)
+                                       TrainingLogWriter *Log, CallSiteNames *Sites)
     : MLInlineAdvisor(M, MAM, std::unique_ptr<MLModelRunner>(RunnerIn.release()),
                       std::move(DefaultAdvice)),
-      Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Log(Log) {}
+      Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Log(Log), Sites(Sites) {}
 
 MLoptInlineAdvisor::~MLoptInlineAdvisor() {
   if (Log)
@@ -123,7 +133,8 @@ MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB, OptimizationRemarkEmitter &
   const std::vector<mlopt::TensorSpec> &Extras = Runner.extraOutputs();
   for (size_t I = 0; I < Extras.size(); ++I)
     Row.append(static_cast<const char *>(Runner.extraOutputData(I)), Extras[I].byteSize());
-  return std::make_unique<LoggingAdvice>(this, CB, ORE, Decision, Default, std::move(Row), *Log);
+  return std::make_unique<LoggingAdvice>(this, CB, ORE, Decision, Default, std::move(Row), *Log,
+                                         Sites);
 }
 
 } // namespace mlopt

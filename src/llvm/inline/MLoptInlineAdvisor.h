@@ -10,6 +10,9 @@
 // neither evaluated nor logged, as in LLVM. No exception from the log
 // reaches LLVM: a failing destination is one error diagnostic, the log is
 // discarded (TrainingLogWriter), and compilation goes on without it.
+// With a CallSiteNames list, the caller and callee of each logged decision
+// are appended to it, row for row with the log (names taken before the
+// inliner acts, so a deleted callee is still named).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_MLOPTINLINEADVISOR_H
@@ -39,11 +42,15 @@ void reportTrainingLogFailure(llvm::LLVMContext &Ctx, const std::exception &E);
 bool writeTrainingLog(llvm::LLVMContext &Ctx, TrainingLogWriter &Log,
                       const std::function<void()> &Write) noexcept;
 
+/// (caller, callee) of each logged decision, in log order.
+using CallSiteNames = std::vector<std::pair<std::string, std::string>>;
+
 class MLoptInlineAdvisor final : public llvm::MLInlineAdvisor {
 public:
   MLoptInlineAdvisor(llvm::Module &M, llvm::ModuleAnalysisManager &MAM,
                      std::unique_ptr<InlinePolicyRunner> Runner,
-                     std::function<bool(llvm::CallBase &)> DefaultAdvice, TrainingLogWriter *Log);
+                     std::function<bool(llvm::CallBase &)> DefaultAdvice, TrainingLogWriter *Log,
+                     CallSiteNames *Sites = nullptr);
   ~MLoptInlineAdvisor() override;
 
 protected:
@@ -53,6 +60,7 @@ protected:
 private:
   InlinePolicyRunner &Runner;
   TrainingLogWriter *Log;
+  CallSiteNames *Sites;
 };
 
 } // namespace mlopt

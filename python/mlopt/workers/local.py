@@ -1,0 +1,142 @@
+"""A local pool of worker processes, one LLVM per process.
+
+Each worker runs one task at a time. A task that runs past ``timeout``
+seconds has its worker killed and restarted and is reported as ``timeout``;
+a worker that dies (a crash in native code, a kill) is restarted and its
+task retried up to ``retries`` times, then reported as ``crash``. The run
+itself never hangs and never stops early: every item gets a result.
+Workers are started with ``spawn`` (no forked LLVM state) and live until
+:meth:`close` (or the ``with`` block ends), so their caches (loaded
+policies, modules) serve many tasks.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import wait
+
+from .task import TaskResult, call_task
+
+
+def _worker_main(conn) -> None:
+    # Run tasks until the parent closes the pipe.
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        index, fn, item = msg
+        start = time.perf_counter()
+        ok, value = call_task(fn, item)
+        try:
+            conn.send((index, ok, value, time.perf_counter() - start))
+        except Exception as e:  # e.g. an unpicklable value: report it as the task's error
+            conn.send((index, False, f"cannot return the result: {type(e).__name__}: {e}", 0.0))
+
+
+class _Worker:
+    def __init__(self, ctx):
+        parent, child = ctx.Pipe()
+        self.conn = parent
+        self.process = ctx.Process(target=_worker_main, args=(child,), daemon=True)
+        self.process.start()
+        child.close()
+        self.task: int | None = None
+        self.started = 0.0
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.conn.close()
+
+
+class LocalPool:
+    """``workers`` processes (default: the number of CPUs)."""
+
+    kind = "local"
+
+    def __init__(self, workers: int | None = None, *, timeout: float | None = None, retries: int = 1):
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.timeout = timeout
+        self.retries = retries
+        self._ctx = mp.get_context("spawn")
+        self._pool: list[_Worker] = []
+        self.restarts = 0
+
+    def __enter__(self) -> LocalPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for w in self._pool:
+            w.stop()
+        self._pool = []
+
+    def map(self, fn: Callable, items: Sequence, *, order: Sequence[int] | None = None,
+            on_result: Callable[[TaskResult], None] | None = None) -> list[TaskResult]:
+        """Results in item order; tasks start in ``order`` (e.g. largest first)."""
+        pending = deque(order if order is not None else range(len(items)))
+        attempts = [0] * len(items)
+        results: list[TaskResult | None] = [None] * len(items)
+        while len(self._pool) < min(self.workers, len(items)):
+            self._pool.append(_Worker(self._ctx))
+        busy: dict[int, _Worker] = {}
+
+        def finish(r: TaskResult) -> None:
+            results[r.index] = r
+            if on_result:
+                on_result(r)
+
+        def replace(w: _Worker) -> None:
+            w.stop()
+            self.restarts += 1
+            self._pool[self._pool.index(w)] = _Worker(self._ctx)
+
+        while pending or busy:
+            for w in self._pool:
+                if w.task is None and pending:
+                    i = pending.popleft()
+                    attempts[i] += 1
+                    w.task, w.started = i, time.monotonic()
+                    w.conn.send((i, fn, items[i]))
+                    busy[i] = w
+            waits = [w.conn for w in busy.values()] + [w.process.sentinel for w in busy.values()]
+            limit = None
+            if self.timeout is not None:
+                soonest = min(w.started for w in busy.values()) + self.timeout
+                limit = max(0.0, soonest - time.monotonic())
+            ready = set(wait(waits, timeout=limit))
+            for i, w in list(busy.items()):
+                if w.conn in ready:
+                    try:
+                        index, ok, value, seconds = w.conn.recv()
+                    except (EOFError, OSError):
+                        ready.add(w.process.sentinel)  # died while answering
+                    else:
+                        w.task = None
+                        del busy[i]
+                        finish(TaskResult(index, value if ok else None, None if ok else "error",
+                                          "" if ok else value, attempts[index], seconds))
+                        continue
+                if w.process.sentinel in ready or not w.process.is_alive():
+                    del busy[i]
+                    code = w.process.exitcode
+                    replace(w)
+                    if attempts[i] <= self.retries:
+                        pending.appendleft(i)
+                    else:
+                        finish(TaskResult(i, failure="crash", message=f"worker exited with code {code}",
+                                          attempts=attempts[i]))
+                elif self.timeout is not None and time.monotonic() - w.started > self.timeout:
+                    del busy[i]
+                    replace(w)
+                    finish(TaskResult(i, failure="timeout", message=f"still running after {self.timeout:g} s",
+                                      attempts=attempts[i], seconds=self.timeout))
+        return results  # type: ignore[return-value]
