@@ -15,6 +15,8 @@
 
 #include "ErrorTranslator.h"
 
+#include "llvm/Config/llvm-config.h"
+
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -151,6 +153,7 @@ NB_MODULE(_engine, m) {
   m.doc() = "mlopt's in-process compiler over libLLVM-19 (see mlopt.compiler)";
 
   nb::module_::import_("mlopt._core"); // registers PolicyPool, TensorSpec
+  m.attr("llvm_version") = LLVM_VERSION_STRING;
   registerErrorTranslator();
 
   nb::class_<EngineModule>(m, "Module", "Verified bitcode of one module.")

@@ -12,10 +12,10 @@ import argparse
 import sys
 
 from . import compile as compile_cmd
-from . import log, plugin, policy, vocab
+from . import corpus, log, plugin, policy, rollouts, vocab
 from ._common import run
 
-GROUPS = (log, plugin, vocab, policy, compile_cmd)
+GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts)
 
 EPILOG = """\
 examples:
@@ -24,6 +24,8 @@ examples:
       -passes='default<Oz>' in.bc -o out.bc
   CFLAGS="-Oz $(mlopt clang-flags --training-log x.log)"
   mlopt compile corpus/ --model policy.so --threads 2
+  mlopt corpus fetch && mlopt trace $(mlopt corpus fetch --quiet) -o trace.npz
+  mlopt eval policy.so corpus/ -o eval/ --verify-with-clang
 
 'mlopt COMMAND --help' shows a command's options and examples.
 """

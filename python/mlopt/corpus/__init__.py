@@ -5,8 +5,13 @@ default corpus, split into train and held-out)."""
 
 from .command_line import CODEGEN_LEVEL, parse_command_line, split_command_file
 from .description import CorpusEntry, corpus_entries, load_corpus, read_description
-from .extract import (ExtractReport, extract_corpus, objects_from_compile_commands, objects_from_list,
-                      objects_in_directory)
+from .extract import (
+                      ExtractReport,
+                      extract_corpus,
+                      objects_from_compile_commands,
+                      objects_from_list,
+                      objects_in_directory,
+)
 from .fetch import PACKAGES, cache_dir, fetch_corpus, package_names
 from .make import make_corpus
 from .module import Module

@@ -5,54 +5,67 @@ seconds has its worker killed and restarted and is reported as ``timeout``;
 a worker that dies (a crash in native code, a kill) is restarted and its
 task retried up to ``retries`` times, then reported as ``crash``. The run
 itself never hangs and never stops early: every item gets a result.
-Workers are started with ``spawn`` (no forked LLVM state) and live until
+Workers are fresh interpreters (``python -m mlopt.workers.worker``: no
+forked LLVM state, and unlike multiprocessing's spawn they never re-run the
+caller's ``__main__``), talking over two pipes; they live until
 :meth:`close` (or the ``with`` block ends), so their caches (loaded
 policies, modules) serve many tasks.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
+import subprocess
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 
-from .task import TaskResult, call_task
-
-
-def _worker_main(conn) -> None:
-    # Run tasks until the parent closes the pipe.
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            return
-        index, fn, item = msg
-        start = time.perf_counter()
-        ok, value = call_task(fn, item)
-        try:
-            conn.send((index, ok, value, time.perf_counter() - start))
-        except Exception as e:  # e.g. an unpicklable value: report it as the task's error
-            conn.send((index, False, f"cannot return the result: {type(e).__name__}: {e}", 0.0))
+from .task import TaskResult
 
 
 class _Worker:
-    def __init__(self, ctx):
-        parent, child = ctx.Pipe()
-        self.conn = parent
-        self.process = ctx.Process(target=_worker_main, args=(child,), daemon=True)
-        self.process.start()
-        child.close()
+    def __init__(self):
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mlopt.workers.worker", str(to_child_r), str(from_child_w)],
+            pass_fds=(to_child_r, from_child_w), env=env, stdin=subprocess.DEVNULL)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.send_conn = Connection(to_child_w, readable=False)
+        self.conn = Connection(from_child_r, writable=False)
+        self.sentinel = _ExitWatch(self.process)
         self.task: int | None = None
         self.started = 0.0
 
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
     def stop(self) -> None:
-        if self.process.is_alive():
+        if self.alive():
             self.process.kill()
-        self.process.join()
+        self.process.wait()
+        self.send_conn.close()
         self.conn.close()
+
+
+class _ExitWatch:
+    """A waitable that becomes ready when the process exits (pidfd)."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.fd = os.pidfd_open(process.pid)
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def __del__(self):
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
 
 
 class LocalPool:
@@ -64,7 +77,6 @@ class LocalPool:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.timeout = timeout
         self.retries = retries
-        self._ctx = mp.get_context("spawn")
         self._pool: list[_Worker] = []
         self.restarts = 0
 
@@ -86,7 +98,7 @@ class LocalPool:
         attempts = [0] * len(items)
         results: list[TaskResult | None] = [None] * len(items)
         while len(self._pool) < min(self.workers, len(items)):
-            self._pool.append(_Worker(self._ctx))
+            self._pool.append(_Worker())
         busy: dict[int, _Worker] = {}
 
         def finish(r: TaskResult) -> None:
@@ -97,7 +109,7 @@ class LocalPool:
         def replace(w: _Worker) -> None:
             w.stop()
             self.restarts += 1
-            self._pool[self._pool.index(w)] = _Worker(self._ctx)
+            self._pool[self._pool.index(w)] = _Worker()
 
         while pending or busy:
             for w in self._pool:
@@ -105,9 +117,9 @@ class LocalPool:
                     i = pending.popleft()
                     attempts[i] += 1
                     w.task, w.started = i, time.monotonic()
-                    w.conn.send((i, fn, items[i]))
+                    w.send_conn.send((i, fn, items[i]))
                     busy[i] = w
-            waits = [w.conn for w in busy.values()] + [w.process.sentinel for w in busy.values()]
+            waits = [w.conn for w in busy.values()] + [w.sentinel for w in busy.values()]
             limit = None
             if self.timeout is not None:
                 soonest = min(w.started for w in busy.values()) + self.timeout
@@ -118,16 +130,17 @@ class LocalPool:
                     try:
                         index, ok, value, seconds = w.conn.recv()
                     except (EOFError, OSError):
-                        ready.add(w.process.sentinel)  # died while answering
+                        ready.add(w.sentinel)  # died while answering
                     else:
                         w.task = None
                         del busy[i]
                         finish(TaskResult(index, value if ok else None, None if ok else "error",
                                           "" if ok else value, attempts[index], seconds))
                         continue
-                if w.process.sentinel in ready or not w.process.is_alive():
+                if w.sentinel in ready or not w.alive():
                     del busy[i]
-                    code = w.process.exitcode
+                    w.process.wait()
+                    code = w.process.returncode
                     replace(w)
                     if attempts[i] <= self.retries:
                         pending.appendleft(i)

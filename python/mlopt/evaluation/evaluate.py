@@ -1,0 +1,67 @@
+"""``mlopt eval POLICY CORPUS``: every module compiled in process with the
+policy, against the heuristic's cached sizes (:func:`trace_corpus`)."""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..corpus import corpus_entries
+from ..problems import inlining, load_policy
+from ..rollouts import RolloutTask, failures_of, run_rollout, run_rollouts, trace_corpus
+from .report import ModuleResult, summarize
+
+
+@dataclass
+class Evaluation:
+    policy: str
+    corpus: str
+    rows: list[ModuleResult]
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        s = summarize(self.rows, self.failed)
+        s["policy"], s["corpus"] = self.policy, self.corpus
+        return s
+
+
+def evaluate(policy: str | os.PathLike, corpus: str | os.PathLike, *, workers: int | None = None,
+             ray: str | None = None, timeout: float | None = None, pool=None, quiet: bool = False) -> Evaluation:
+    """Per-module ``.text`` of ``policy`` and of the heuristic on ``corpus``.
+    The policy is checked here first (a bad file fails before any work)."""
+    policy = os.fspath(Path(policy).resolve())
+    load_policy(policy, inlining.PROBLEM)
+    baseline = trace_corpus(corpus, workers=workers, ray=ray, timeout=timeout, pool=pool, quiet=quiet)
+    base = {m: int(s) for m, s in zip(baseline.modules, baseline.text_size)}
+    entries = [e for e in corpus_entries(corpus) if e.name in base]
+    tasks = [RolloutTask(e, policy) for e in entries]
+    results = run_rollouts(tasks, pool=pool, workers=workers, ray=ray, timeout=timeout, quiet=quiet,
+                           desc="evaluating")
+    rows = [ModuleResult(t.entry.name, base[t.entry.name], r.value.text_size, r.value.decisions, r.value.inlined,
+                         r.value.default_inlined)
+            for t, r in zip(tasks, results) if r.ok]
+    failed = list(baseline.meta["failed"]) + failures_of(tasks, results)
+    return Evaluation(policy, os.fspath(Path(corpus).resolve()), rows, failed)
+
+
+def call_site_report(policy: str | os.PathLike | None, corpus: str | os.PathLike, module: str,
+                     path: str | os.PathLike) -> dict:
+    """Every decision the inliner asked about in one module, compiled with
+    ``policy``: caller, callee, the heuristic's answer at that site and the
+    policy's. Written as CSV; returns counts."""
+    entries = {e.name: e for e in corpus_entries(corpus)}
+    if module not in entries:
+        from ..errors import CorpusError
+
+        raise CorpusError(f"{corpus}: no module {module!r}")
+    r = run_rollout(RolloutTask(entries[module], os.fspath(policy) if policy else None, call_sites=True))
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["index", "caller", "callee", "heuristic", "policy", "differs"])
+        for i, ((caller, callee), h, p) in enumerate(zip(r.call_sites, r.default_decisions, r.policy_decisions)):
+            w.writerow([i, caller, callee, int(h), int(p), int(h != p)])
+    differs = int((r.default_decisions != r.policy_decisions).sum())
+    return {"module": module, "sites": len(r.call_sites), "differs": differs, "text_size": r.text_size,
+            "path": os.fspath(path)}

@@ -1,0 +1,82 @@
+"""PNG plots of an evaluation (matplotlib: ``pip install 'mlopt[plot]'``):
+the per-module delta distribution, the cumulative size delta, and -- for a
+training run directory with ``metrics.jsonl`` -- the training curve."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MloptError
+from .report import ModuleResult
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise MloptError("plots need matplotlib: pip install 'mlopt[plot]'") from None
+    return plt
+
+
+def plot_evaluation(rows: list[ModuleResult], out_dir: str | os.PathLike, title: str = "") -> list[Path]:
+    plt = _pyplot()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    deltas = np.array([r.delta_percent for r in rows])
+    paths = []
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.hist(deltas, bins=min(50, max(10, len(rows) // 3)), color="#4c72b0")
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlabel(".text delta vs heuristic (%)  [negative = smaller]")
+    ax.set_ylabel("modules")
+    ax.set_title(title or "per-module .text delta")
+    fig.tight_layout()
+    paths.append(out / "delta_distribution.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    order = np.argsort([r.delta for r in rows], kind="stable")
+    cumulative = np.cumsum([rows[i].delta for i in order])
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(np.arange(1, len(rows) + 1), cumulative, color="#dd8452")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xlabel("modules, largest size win first")
+    ax.set_ylabel("cumulative .text delta (bytes)")
+    ax.set_title(title or "cumulative .text delta")
+    fig.tight_layout()
+    paths.append(out / "cumulative_delta.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+    return paths
+
+
+def plot_training_curve(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path | None:
+    """The reward and validation delta per iteration from ``metrics.jsonl``."""
+    metrics = Path(run_dir) / "metrics.jsonl"
+    if not metrics.exists():
+        return None
+    records = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    if not records:
+        return None
+    plt = _pyplot()
+    it = [r.get("iteration", i) for i, r in enumerate(records)]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for key, color in (("reward", "#4c72b0"), ("validation_delta_percent", "#c44e52")):
+        ys = [r.get(key) for r in records]
+        if any(y is not None for y in ys):
+            ax.plot(it, [np.nan if y is None else y for y in ys], label=key, color=color)
+    ax.set_xlabel("iteration")
+    ax.legend()
+    ax.set_title("training curve")
+    fig.tight_layout()
+    path = Path(out_dir) / "training_curve.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,71 @@
+"""``--verify-with-clang``: what a user's build gets. Each module is
+recompiled by stock ``clang-19`` from its own command line (the ``.cmd``:
+``clang-19 -cc1 <cmd> -x ir M.bc``), with the plugin and the policy, and its
+``.text`` size read from the object; every size must equal the in-process
+engine's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ..compiler.plugin import plugin_path
+from ..corpus import CorpusEntry, split_command_file
+from ..corpus.elf import read_sections
+
+# Arguments of an embedded command line that must not be repeated: the
+# embedding itself, and inputs/outputs clang stripped or that we give.
+_DROP = {"-fembed-bitcode=all", "-fembed-bitcode", "-fembed-bitcode=bitcode", "-fembed-bitcode=marker"}
+_DROP_WITH_VALUE = {"-o", "-x", "-main-file-name", "-dependency-file", "-MT", "-MF"}
+
+
+def text_size(obj: str | os.PathLike) -> int:
+    """Bytes of every ``.text*`` section (what llvm-size -A lists)."""
+    return sum(len(v) for k, v in read_sections(obj).items() if k == ".text" or k.startswith(".text."))
+
+
+def clang_command(entry: CorpusEntry, output: Path, policy: str | None, clang: str = "clang-19") -> list[str]:
+    if entry.command is not None:
+        args = list(entry.command)
+    else:
+        text = entry.bitcode_path.with_suffix(".cmd").read_bytes().decode("utf-8", "surrogateescape")
+        args = split_command_file(text)
+    plugin = [] if policy is None else [f"-mlopt-inline-model={policy}"]
+    if "-cc1" in args:
+        kept, skip = [], False
+        for a in args:
+            if skip:
+                skip = False
+                continue
+            if a in _DROP_WITH_VALUE:
+                skip = True
+                continue
+            if a not in _DROP:
+                kept.append(a)
+        load = [] if policy is None else ["-load", str(plugin_path()), f"-fpass-plugin={plugin_path()}"]
+        mllvm = [x for o in plugin for x in ("-mllvm", o)]
+        return [clang, *kept, *load, *mllvm, "-x", "ir", str(entry.bitcode_path), "-o", str(output)]
+    # A driver command line (or none: clang's defaults at -Oz).
+    from ..compiler.plugin import clang_flags
+
+    driver = [a for a in args[1:] if a not in _DROP] if args else ["-Oz"]
+    flags = clang_flags(model=policy) if policy is not None else []
+    return [clang, *driver, *flags, "-c", "-x", "ir", str(entry.bitcode_path), "-o", str(output)]
+
+
+def clang_text_sizes(entries: list[CorpusEntry], policy: str | None, *, threads: int | None = None,
+                     clang: str = "clang-19") -> list[int | str]:
+    """``.text`` per module from stock clang (an error message where it failed)."""
+    with tempfile.TemporaryDirectory(prefix="mlopt-verify-") as tmp:
+        def one(i: int) -> int | str:
+            out = Path(tmp) / f"{i}.o"
+            r = subprocess.run(clang_command(entries[i], out, policy, clang), capture_output=True, text=True)
+            if r.returncode != 0:
+                return (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[0]
+            return text_size(out)
+
+        with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as ex:
+            return list(ex.map(one, range(len(entries))))

@@ -1,0 +1,44 @@
+"""Rollouts of a whole corpus on a pool, largest modules first, with
+progress; failed modules are reported, never dropped silently."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..corpus import CorpusEntry
+from ..errors import MloptError
+from ..workers import Progress, TaskResult, make_pool
+from .tasks import RolloutTask, run_rollout
+
+
+class RolloutFailures(MloptError):
+    """Some modules could not be compiled (each named with the reason)."""
+
+    def __init__(self, failures: list[tuple[str, str]]):
+        self.failures = failures
+        first = failures[0]
+        super().__init__(f"{len(failures)} module(s) failed; first: {first[0]}: {first[1]}")
+
+
+def largest_first(entries: Sequence[CorpusEntry]) -> list[int]:
+    sizes = [e.size for e in entries]
+    return sorted(range(len(entries)), key=lambda i: (-sizes[i], i))
+
+
+def run_rollouts(tasks: list[RolloutTask], *, pool=None, workers: int | None = None, ray: str | None = None,
+                 timeout: float | None = None, quiet: bool = False, desc: str = "compiling") -> list[TaskResult]:
+    """One :class:`TaskResult` (value: :class:`Rollout`) per task, in task
+    order. A pool given is reused (not closed)."""
+    own = pool is None
+    pool = pool or make_pool(workers, ray=ray, timeout=timeout)
+    try:
+        with Progress(len(tasks), desc, quiet=quiet) as bar:
+            return pool.map(run_rollout, tasks, order=largest_first([t.entry for t in tasks]),
+                            on_result=lambda r: bar.update())
+    finally:
+        if own:
+            pool.close()
+
+
+def failures_of(tasks: list[RolloutTask], results: list[TaskResult]) -> list[tuple[str, str]]:
+    return [(t.entry.name, r.describe()) for t, r in zip(tasks, results) if not r.ok]

@@ -1,0 +1,57 @@
+"""The unit of work every pool runs: compile one corpus module, in process,
+with the heuristic or a policy, and return its ``.text`` size, decisions and
+(optionally) training log and call-site names. Functions here run inside
+worker processes; a worker keeps the policies it loaded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..corpus import CorpusEntry
+
+_POLICIES: dict[str, object] = {}
+
+
+@dataclass(frozen=True)
+class RolloutTask:
+    entry: CorpusEntry
+    policy: str | None = None  # a policy path (None: LLVM's heuristic)
+    log: bool = False
+    call_sites: bool = False
+
+
+@dataclass
+class Rollout:
+    module: str
+    text_size: int
+    decisions: int
+    inlined: int
+    default_inlined: int
+    log_bytes: bytes = field(default=b"", repr=False)
+    call_sites: list | None = field(default=None, repr=False)
+    default_decisions: np.ndarray | None = field(default=None, repr=False)
+    policy_decisions: np.ndarray | None = field(default=None, repr=False)
+    notes: list[str] = field(default_factory=list)
+
+
+def _policy(path: str | None):
+    if path is None:
+        return None
+    if path not in _POLICIES:
+        from ..problems import load_policy
+
+        _POLICIES[path] = load_policy(path)
+    return _POLICIES[path]
+
+
+def run_rollout(task: RolloutTask) -> Rollout:
+    from ..compiler import compile
+
+    module = task.entry.load()
+    r = compile(module, _policy(task.policy), log=True, call_sites=task.call_sites)
+    return Rollout(task.entry.name, r.text_size, int(len(r.decisions)), int(r.decisions.sum()),
+                   int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,
+                   r.default_decisions if task.call_sites else None, r.decisions if task.call_sites else None,
+                   module.notes)

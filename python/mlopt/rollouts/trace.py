@@ -1,0 +1,108 @@
+"""``mlopt trace CORPUS``: the heuristic's training log and ``.text`` size of
+every module, as one :class:`TraceDataset`. Each module's result is cached
+under ``<cache>/traces`` by (module bitcode, its command line, LLVM version,
+mlopt version), so a second trace of the same corpus compiles nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .. import _native
+from ..corpus import CorpusEntry, cache_dir, corpus_entries
+from ..log import read_log
+from .dataset import TraceDataset
+from .runner import failures_of, run_rollouts
+from .tasks import RolloutTask
+
+KIND = "heuristic-v1"
+
+
+def module_key(entry: CorpusEntry) -> str:
+    """What a module's compile depends on, hashed."""
+    h = hashlib.sha256()
+    h.update(KIND.encode())
+    h.update(_native.engine().llvm_version.encode() + b"\0" + _native.version().encode() + b"\0")
+    h.update(entry.bitcode_path.read_bytes())
+    if entry.command is not None:
+        h.update(b"\0override\0" + "\0".join(entry.command).encode("utf-8", "surrogateescape"))
+    else:
+        cmd = entry.bitcode_path.with_suffix(".cmd")
+        h.update(b"\0cmd\0" + (cmd.read_bytes() if cmd.exists() else b""))
+    return h.hexdigest()
+
+
+def _cache_path(key: str) -> Path:
+    return cache_dir() / "traces" / key[:2] / f"{key}.npz"
+
+
+def _cached(key: str) -> tuple[int, bytes] | None:
+    p = _cache_path(key)
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            return int(z["text_size"]), bytes(z["log"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _store(key: str, text_size: int, log: bytes) -> None:
+    p = _cache_path(key)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f"{p.stem}.{os.getpid()}.partial.npz")
+    np.savez(tmp, text_size=np.int64(text_size), log=np.frombuffer(log, np.uint8))
+    os.replace(tmp, p)
+
+
+def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = None, use_cache: bool = True,
+                 workers: int | None = None, ray: str | None = None, timeout: float | None = None, pool=None,
+                 quiet: bool = False) -> TraceDataset:
+    """Traces every module of ``corpus`` (or the named ``modules``).
+    Modules that fail are left out and listed in ``meta["failed"]``."""
+    entries = corpus_entries(corpus)
+    if modules is not None:
+        wanted = set(modules)
+        entries = [e for e in entries if e.name in wanted]
+    keys = [module_key(e) for e in entries]
+    found = {i: c for i, k in enumerate(keys) if use_cache and (c := _cached(k)) is not None}
+    todo = [i for i in range(len(entries)) if i not in found]
+    tasks = [RolloutTask(entries[i], None, log=True) for i in todo]
+    results = run_rollouts(tasks, pool=pool, workers=workers, ray=ray, timeout=timeout, quiet=quiet,
+                           desc="tracing") if tasks else []
+    for i, r in zip(todo, results):
+        if r.ok:
+            found[i] = (r.value.text_size, r.value.log_bytes)
+            if use_cache:
+                _store(keys[i], r.value.text_size, r.value.log_bytes)
+    failed = failures_of(tasks, results)
+    names, sizes, offsets, parts = [], [], [0], {}
+    for i, e in enumerate(entries):
+        if i not in found:
+            continue
+        size, log_bytes = found[i]
+        rows = 0
+        if log_bytes:  # empty: the pipeline has no inliner that asks (-O0)
+            log = read_log(log_bytes)
+            for k in log.feature_names:
+                parts.setdefault(k, []).append(log[k])
+            rows = len(log)
+        names.append(e.name)
+        sizes.append(size)
+        offsets.append(offsets[-1] + rows)
+    columns = {k: np.concatenate(v) for k, v in parts.items()}
+    meta = {"corpus": str(Path(corpus).resolve()), "llvm": _native.engine().llvm_version,
+            "mlopt": _native.version(), "cached": len(entries) - len(todo), "failed": failed}
+    return TraceDataset(names, np.array(sizes, np.int64), np.array(offsets, np.int64), columns, meta)
+
+
+def summary(ds: TraceDataset) -> dict:
+    return {"modules": len(ds.modules), "rows": len(ds), "text_size": int(ds.text_size.sum()),
+            "cached": ds.meta.get("cached", 0), "failed": [{"module": m, "reason": r} for m, r in ds.meta["failed"]]}
+
+
+def dumps(ds: TraceDataset) -> str:
+    return json.dumps(summary(ds), indent=2)
