@@ -90,7 +90,7 @@ def cmd_eval(args) -> int:
         from ..corpus import corpus_entries
 
         entries = {e.name: e for e in corpus_entries(args.corpus)}
-        rows = [r for r in ev.rows]
+        rows = list(ev.rows)
         sizes = clang_text_sizes([entries[r.module] for r in rows], os.fspath(Path(policy).resolve()),
                                  threads=args.workers)
         mismatches = [(r.module, r.policy_text, s) for r, s in zip(rows, sizes) if s != r.policy_text]

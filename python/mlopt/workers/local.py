@@ -14,6 +14,7 @@ policies, modules) serve many tasks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -62,10 +63,8 @@ class _ExitWatch:
         return self.fd
 
     def __del__(self):
-        try:
+        with contextlib.suppress(OSError):
             os.close(self.fd)
-        except OSError:
-            pass
 
 
 class LocalPool:
