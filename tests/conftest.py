@@ -62,10 +62,31 @@ def plugin(llvm_tools):
         pytest.skip(str(e))
 
 
+@pytest.fixture(scope="session")
+def mini_build(llvm_tools, tmp_path_factory):
+    """A small real project built as a user would for a corpus: lz4's C
+    sources and two C++ files with -Oz -Xclang -fembed-bitcode=all, one
+    assembly object (no bitcode), one source whose name is not UTF-8, and
+    the compile_commands.json of the build."""
+    from tests.support.build import build_project
+
+    return build_project(llvm_tools, tmp_path_factory.mktemp("build"))
+
+
+@pytest.fixture(scope="session")
+def mini_corpus(mini_build, tmp_path_factory):
+    """mlopt's corpus of mini_build."""
+    from mlopt.corpus import extract_corpus, objects_from_compile_commands
+
+    out = tmp_path_factory.mktemp("mini") / "corpus"
+    extract_corpus(objects_from_compile_commands(mini_build.compile_commands), out)
+    return out
+
+
 # Markers follow from what a test uses, so they cannot drift from the code:
 # the real LLVM tools or the engine -> llvm; the sdist corpus -> network.
 _LLVM_FIXTURES = {"llvm_tools", "plugin", "llvm_logger_oracle"}
-_NETWORK_FIXTURES = {"corpus_modules", "lz4_module"}
+_NETWORK_FIXTURES = {"corpus_modules", "lz4_module", "mini_build", "mini_corpus"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -49,7 +49,9 @@ class Module:
             name = name or str(self.path)
         if opt_level is not None and opt_level not in CODEGEN_LEVEL:
             raise CorpusError(f"opt_level must be one of {', '.join(CODEGEN_LEVEL)}, not {opt_level!r}")
-        self._m = engine().Module(data, name)
+        self._name = name
+        # LLVM takes UTF-8: a name that is not (a non-UTF-8 path) is shown escaped in its messages.
+        self._m = engine().Module(data, name.encode("utf-8", "backslashreplace").decode("utf-8"))
         self.opt_level = opt_level
         self.target = target
         self.notes: list[str] = []  # how it is compiled when nothing said so, and doubts about the input
@@ -100,7 +102,7 @@ class Module:
 
     @property
     def name(self) -> str:
-        return self._m.name
+        return self._name
 
     @property
     def triple(self) -> str:

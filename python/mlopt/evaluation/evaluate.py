@@ -57,7 +57,7 @@ def call_site_report(policy: str | os.PathLike | None, corpus: str | os.PathLike
 
         raise CorpusError(f"{corpus}: no module {module!r}")
     r = run_rollout(RolloutTask(entries[module], os.fspath(policy) if policy else None, call_sites=True))
-    with open(path, "w", newline="") as f:
+    with open(path, "w", newline="", encoding="utf-8", errors="surrogateescape") as f:
         w = csv.writer(f)
         w.writerow(["index", "caller", "callee", "heuristic", "policy", "differs"])
         for i, ((caller, callee), h, p) in enumerate(zip(r.call_sites, r.default_decisions, r.policy_decisions)):

@@ -39,7 +39,7 @@ CSV_FIELDS = ["module", "heuristic_text", "policy_text", "delta", "delta_percent
 
 def write_csv(rows: list[ModuleResult], path: str | os.PathLike) -> Path:
     path = Path(path)
-    with open(path, "w", newline="") as f:
+    with open(path, "w", newline="", encoding="utf-8", errors="surrogateescape") as f:
         w = csv.writer(f)
         w.writerow(CSV_FIELDS)
         for r in rows:
