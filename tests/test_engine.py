@@ -334,3 +334,27 @@ def test_already_optimized_and_optnone_bitcode_are_noted(llvm_tools, corpus_modu
                    check=True)
     [note] = mlopt.Module(tmp_path / "a.bc", opt_level="Oz").notes
     assert "2 of 2 functions are optnone" in note
+
+
+def test_text_size_cache_gives_uncached_sizes_on_every_module(modules, tflite_policy, tmp_path):
+    """The codegen cache returns exactly the .text an uncached compile gives,
+    on every corpus module, for the heuristic and two policies that differ
+    on some modules and agree on others; repeated decisions hit."""
+    policy, _ = tflite_policy
+    nudged = mlopt.InlinePolicy(policy.vocab, [(w * 1.02, b) for w, b in policy.layers])
+    policies = [None, mlopt.load_policy(policy.export(tmp_path / "a")),
+                mlopt.load_policy(nudged.export(tmp_path / "b"))]
+    cache = mlopt.compiler.TextSizeCache()
+    hits = 0
+    for p in policies:
+        uncached = mlopt.compile_many(modules, p, log=False, threads=2)
+        for m, u in zip(modules, uncached):
+            first = mlopt.compile(m, p, log=False, cache=cache)
+            again = mlopt.compile(m, p, log=False, cache=cache)
+            assert first.text_size == again.text_size == u.text_size, m.name
+            assert again.cache_hit
+            hits += first.cache_hit
+    assert hits > 0  # the nudged policy repeats the first one's decisions on some modules
+    assert cache.hits == hits + len(policies) * len(modules)
+    with pytest.raises(TypeError):
+        mlopt.compile(modules[0], cache=object())

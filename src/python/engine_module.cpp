@@ -12,6 +12,7 @@
 #include "PolicyModelPool.h"
 #include "PolicyModelRunner.h"
 #include "TensorSpecConversion.h"
+#include "TextSizeCache.h"
 
 #include "ErrorTranslator.h"
 
@@ -83,7 +84,8 @@ int64_t callPython(CallbackState &S, const int64_t *Features, size_t Count, int6
 nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int CodeGenLevel,
                         const std::string &TargetTriple, const std::string &RelocModel,
                         int LoopVectorize, int SLPVectorize, bool KeepObject, bool CallSites,
-                        std::shared_ptr<PolicyModelPool> Pool, nb::object Callable) {
+                        TextSizeCache *Cache, std::shared_ptr<PolicyModelPool> Pool,
+                        nb::object Callable) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -92,6 +94,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   Options.LoopVectorize = LoopVectorize;
   Options.SLPVectorize = SLPVectorize;
   Options.RecordCallSites = CallSites;
+  Options.Cache = Cache;
   Options.KeepObject = KeepObject;
 
   CallbackState Callback;
@@ -134,6 +137,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                       " for inlining_decision (expected 0 or 1)");
   nb::dict R;
   R["text_size"] = Out.TextSize;
+  R["cache_hit"] = Out.CacheHit;
   R["object"] = KeepObject ? nb::object(asBytes(Out.Object)) : nb::none();
   R["log"] = asBytes(Out.TrainingLog);
   nb::list Warnings;
@@ -182,9 +186,17 @@ NB_MODULE(_engine, m) {
       .def_prop_ro("bitcode", [](const EngineModule &M) { return asBytes(M.Bitcode); })
       .def_prop_ro("size", [](const EngineModule &M) { return M.Bitcode.size(); });
 
+  nb::class_<TextSizeCache>(m, "TextSizeCache",
+                            "The .text sizes of compiles already made, by (input, options, "
+                            "decisions); lets a compile that repeats them skip code generation.")
+      .def(nb::init<size_t>(), "capacity"_a = size_t(1) << 20)
+      .def_prop_ro("size", &TextSizeCache::size)
+      .def_prop_ro("hits", &TextSizeCache::hits)
+      .def_prop_ro("misses", &TextSizeCache::misses);
+
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a, "target_triple"_a,
         "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "call_sites"_a,
-        "policy"_a.none(), "callable"_a.none());
+        "cache"_a.none(), "policy"_a.none(), "callable"_a.none());
 
   m.def(
       "function_properties",

@@ -55,9 +55,32 @@ class CompileResult:
     object: bytes | None = field(default=None, repr=False)
     warnings: list[str] = field(default_factory=list)
     call_sites: list[tuple[str, str]] | None = field(default=None, repr=False)
+    cache_hit: bool = False
 
 
 PolicyLike = object  # None | LoadedPolicy | InlinePolicy | path | callable
+
+
+class TextSizeCache:
+    """``.text`` sizes of compiles already made, keyed by (module bitcode,
+    compile options, the inliner's decision sequence), 128-bit hashed. LLVM
+    is deterministic, so a compile that repeats an earlier one's decisions
+    has the same code: with this cache it skips code generation. Thread-safe;
+    at most ``capacity`` entries (oldest dropped first)."""
+
+    def __init__(self, capacity: int = 1 << 20):
+        self._cache = engine().TextSizeCache(capacity)
+
+    @property
+    def hits(self) -> int:
+        return self._cache.hits
+
+    @property
+    def misses(self) -> int:
+        return self._cache.misses
+
+    def __len__(self) -> int:
+        return self._cache.size
 
 
 def _resolve_policy(policy):
@@ -108,13 +131,15 @@ def _codegen_level(module: Module, pipeline: str) -> int:
 
 
 def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
-             keep_object: bool, call_sites: bool = False) -> CompileResult:
+             keep_object: bool, call_sites: bool = False, cache: TextSizeCache | None = None) -> CompileResult:
+    if cache is not None and not isinstance(cache, TextSizeCache):
+        raise TypeError(f"cache must be a TextSizeCache, not {type(cache).__name__}")
     pipeline = pipeline or module.default_pipeline()
     level = _codegen_level(module, pipeline) if codegen else -1
     tri = lambda flag: -1 if flag is None else int(flag)  # noqa: E731
     raw = engine().compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
-                           tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, call_sites, pool,
-                           callback)
+                           tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, call_sites,
+                           cache._cache if cache is not None else None, pool, callback)
     log_bytes = raw["log"]
     parsed = read_log(log_bytes) if log_bytes else None
     if parsed is not None:
@@ -124,12 +149,12 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
         decisions = defaults = np.zeros(0, np.int64)
     return CompileResult(module.name, raw["text_size"], decisions, defaults,
                          parsed if log else None, log_bytes if log else b"",
-                         raw["object"], list(raw["warnings"]), raw["call_sites"] if call_sites else None)
+                         raw["object"], list(raw["warnings"]), raw["call_sites"] if call_sites else None, raw["cache_hit"])
 
 
 def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeline: str | None = None,
             log: bool = True, *, codegen: bool = True, keep_object: bool = False,
-            call_sites: bool = False) -> CompileResult:
+            call_sites: bool = False, cache: TextSizeCache | None = None) -> CompileResult:
     """Optimize ``module`` with ``pipeline`` (default ``default<Oz>``, or the
     corpus element's level) with ``policy`` deciding inlining, then generate
     object code in memory at the level clang would use for it.
@@ -141,9 +166,13 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     0 or 1 -- the slow path, for experiments. An exception raised by the
     callable stops further calls (the heuristic decides the rest) and is
     re-raised when the compile ends.
+
+    ``cache``: a :class:`TextSizeCache`; a compile whose module, options and
+    inlining decisions it has seen skips code generation and takes the
+    recorded ``.text`` size (``result.cache_hit``; no object).
     """
     pool, callback = _resolve_policy(policy)
-    return _compile(_as_module(module), pool, callback, pipeline, log, codegen, keep_object, call_sites)
+    return _compile(_as_module(module), pool, callback, pipeline, log, codegen, keep_object, call_sites, cache)
 
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,

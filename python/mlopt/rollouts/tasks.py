@@ -5,6 +5,7 @@ worker processes; a worker keeps the policies it loaded."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from ..corpus import CorpusEntry
 
 _POLICIES: dict[str, object] = {}
+_CACHE = None  # this worker's TextSizeCache
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,7 @@ class RolloutTask:
     policy: str | None = None  # a policy path (None: LLVM's heuristic)
     log: bool = False
     call_sites: bool = False
+    cache: bool = True  # skip code generation when the decisions repeat an earlier compile's
 
 
 @dataclass
@@ -34,6 +37,8 @@ class Rollout:
     default_decisions: np.ndarray | None = field(default=None, repr=False)
     policy_decisions: np.ndarray | None = field(default=None, repr=False)
     notes: list[str] = field(default_factory=list)
+    cache_hit: bool = False
+    llvm_seconds: float = 0.0  # inside the engine (LLVM and the policy)
 
 
 def _policy(path: str | None):
@@ -46,12 +51,24 @@ def _policy(path: str | None):
     return _POLICIES[path]
 
 
+def _cache():
+    global _CACHE
+    if _CACHE is None:
+        from ..compiler import TextSizeCache
+
+        _CACHE = TextSizeCache()
+    return _CACHE
+
+
 def run_rollout(task: RolloutTask) -> Rollout:
     from ..compiler import compile
 
     module = task.entry.load()
-    r = compile(module, _policy(task.policy), log=True, call_sites=task.call_sites)
+    policy = _policy(task.policy)
+    start = time.perf_counter()
+    r = compile(module, policy, log=True, call_sites=task.call_sites, cache=_cache() if task.cache else None)
+    llvm_seconds = time.perf_counter() - start
     return Rollout(task.entry.name, r.text_size, int(len(r.decisions)), int(r.decisions.sum()),
                    int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,
                    r.default_decisions if task.call_sites else None, r.decisions if task.call_sites else None,
-                   module.notes)
+                   module.notes, r.cache_hit, llvm_seconds)

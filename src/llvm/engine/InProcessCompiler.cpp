@@ -2,6 +2,7 @@
 #include "InlineAdvisorFactory.h"
 #include "MLoptInlineAdvisor.h"
 #include "ObjectTextSize.h"
+#include "TextSizeCache.h"
 #include "ToolSetup.h"
 
 #include "ByteSink.h"
@@ -27,7 +28,7 @@ struct AdvisorState {
   const RunnerFactory *MakeRunner = nullptr;
   StringSink *LogSink = nullptr; // owned by Log
   std::unique_ptr<TrainingLogWriter> Log;
-  CallSiteNames *Sites = nullptr; // set when the caller wants names
+  DecisionTrace *Sites = nullptr; // the compile's decisions (and names)
 };
 
 thread_local AdvisorState *Current = nullptr;
@@ -111,8 +112,9 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
 
   AdvisorState State;
   State.MakeRunner = &MakeRunner;
-  if (Options.RecordCallSites)
-    State.Sites = &Out.CallSites;
+  DecisionTrace Trace;
+  Trace.WantNames = Options.RecordCallSites;
+  State.Sites = &Trace;
   {
     std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M, Options.RelocModel);
     std::optional<PipelineTuningOptions> Tuning;
@@ -140,6 +142,21 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   }
   if (!Diags.Errors.empty())
     throwDiagnostics(Name, Diags.Errors);
+  Out.CallSites = std::move(Trace.Sites);
+
+  // The optimized module is a function of the input, the options and the
+  // inliner's decisions: a compile that made the same decisions as an
+  // earlier one has the same object code.
+  std::optional<TextSizeCache::Key> CacheKey;
+  if (Options.Cache && Options.CodeGenLevel >= 0 && !Options.KeepObject) {
+    CacheKey = TextSizeCache::key(Bitcode, Options, Trace.Decisions);
+    if (std::optional<uint64_t> Size = Options.Cache->lookup(*CacheKey)) {
+      Out.TextSize = *Size;
+      Out.CacheHit = true;
+      Out.Warnings = std::move(Diags.Warnings);
+      return Out;
+    }
+  }
 
   if (Options.CodeGenLevel >= 0) {
     std::unique_ptr<TargetMachine> TM =
@@ -158,6 +175,8 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
       throwDiagnostics(Name, Diags.Errors);
     StringRef Object(Buffer.data(), Buffer.size());
     Out.TextSize = objectTextSize(Object, Name);
+    if (CacheKey)
+      Options.Cache->insert(*CacheKey, Out.TextSize);
     if (Options.KeepObject)
       Out.Object = Object.str();
   }

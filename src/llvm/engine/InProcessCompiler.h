@@ -38,6 +38,8 @@ class LLVMContext;
 
 namespace mlopt {
 
+class TextSizeCache;
+
 /// Makes the inliner's runner for one advisor of one compile.
 using RunnerFactory = std::function<std::unique_ptr<InlinePolicyRunner>(llvm::LLVMContext &)>;
 
@@ -57,6 +59,9 @@ struct CompileOptions {
   bool KeepObject = false;
   /// Names the caller and callee of every logged decision (CallSites).
   bool RecordCallSites = false;
+  /// When set, code generation is skipped for a compile whose input,
+  /// options and inlining decisions the cache has seen (not with KeepObject).
+  TextSizeCache *Cache = nullptr;
 };
 
 struct CompileOutput {
@@ -65,6 +70,7 @@ struct CompileOutput {
   std::string TrainingLog; // development-mode log of the inliner's decisions
   std::vector<std::string> Warnings;
   std::vector<std::pair<std::string, std::string>> CallSites; // with RecordCallSites
+  bool CacheHit = false;                                      // TextSize came from the cache
 };
 
 /// A module checked to parse and verify, as bitcode (a .ll text is

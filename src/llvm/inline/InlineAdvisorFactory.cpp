@@ -12,7 +12,7 @@ namespace mlopt {
 InlineAdvisor *makeInlineAdvisor(Module &M, FunctionAnalysisManager &FAM,
                                  ModuleAnalysisManager &MAM, const InlineParams &Params,
                                  InlineContext IC, std::unique_ptr<InlinePolicyRunner> Runner,
-                                 const TrainingLogProvider &LogFor, CallSiteNames *Sites) {
+                                 const TrainingLogProvider &LogFor, DecisionTrace *Sites) {
   try { // called by LLVM: nothing may unwind through its frames
     if (!Runner)
       Runner = std::make_unique<HeuristicRunner>(M.getContext());

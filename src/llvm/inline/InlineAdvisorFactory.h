@@ -37,7 +37,7 @@ llvm::InlineAdvisor *makeInlineAdvisor(llvm::Module &M, llvm::FunctionAnalysisMa
                                        const llvm::InlineParams &Params, llvm::InlineContext IC,
                                        std::unique_ptr<InlinePolicyRunner> Runner,
                                        const TrainingLogProvider &LogFor,
-                                       CallSiteNames *Sites = nullptr);
+                                       DecisionTrace *Sites = nullptr);
 
 } // namespace mlopt
 

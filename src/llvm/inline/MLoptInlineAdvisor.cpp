@@ -53,10 +53,10 @@ class LoggingAdvice final : public MLInlineAdvice {
 public:
   LoggingAdvice(MLInlineAdvisor *Advisor, CallBase &CB, OptimizationRemarkEmitter &ORE,
                 bool Recommendation, int64_t Default, std::string Row, TrainingLogWriter &Log,
-                CallSiteNames *Sites)
+                DecisionTrace *Sites)
       : MLInlineAdvice(Advisor, CB, ORE, Recommendation), Default(Default), Row(std::move(Row)),
         Log(Log), Sites(Sites) {
-    if (Sites) {
+    if (Sites && Sites->WantNames) {
       Caller = CB.getCaller()->getName().str();
       if (const Function *Callee = CB.getCalledFunction())
         CalleeName = Callee->getName().str();
@@ -82,8 +82,11 @@ public:
 
 private:
   void log() {
-    if (writeTrainingLog(getCaller()->getContext(), Log, [&] { logUnguarded(); }) && Sites)
-      Sites->emplace_back(std::move(Caller), std::move(CalleeName));
+    if (writeTrainingLog(getCaller()->getContext(), Log, [&] { logUnguarded(); }) && Sites) {
+      Sites->Decisions += isInliningRecommended() ? '1' : '0';
+      if (Sites->WantNames)
+        Sites->Sites.emplace_back(std::move(Caller), std::move(CalleeName));
+    }
   }
   void logUnguarded() {
     Log.startObservation();
@@ -101,7 +104,7 @@ private:
   int64_t Default;
   std::string Row; // features and extra outputs, as evaluated
   TrainingLogWriter &Log;
-  CallSiteNames *Sites;
+  DecisionTrace *Sites;
   std::string Caller, CalleeName;
 };
 } // namespace
@@ -109,7 +112,7 @@ private:
 MLoptInlineAdvisor::MLoptInlineAdvisor(Module &M, ModuleAnalysisManager &MAM,
                                        std::unique_ptr<InlinePolicyRunner> RunnerIn,
                                        std::function<bool(CallBase &)> DefaultAdvice,
-                                       TrainingLogWriter *Log, CallSiteNames *Sites)
+                                       TrainingLogWriter *Log, DecisionTrace *Sites)
     : MLInlineAdvisor(M, MAM, std::unique_ptr<MLModelRunner>(RunnerIn.release()),
                       std::move(DefaultAdvice)),
       Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Log(Log), Sites(Sites) {}

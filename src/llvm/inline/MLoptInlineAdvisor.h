@@ -10,9 +10,9 @@
 // neither evaluated nor logged, as in LLVM. No exception from the log
 // reaches LLVM: a failing destination is one error diagnostic, the log is
 // discarded (TrainingLogWriter), and compilation goes on without it.
-// With a CallSiteNames list, the caller and callee of each logged decision
-// are appended to it, row for row with the log (names taken before the
-// inliner acts, so a deleted callee is still named).
+// With a DecisionTrace, each logged decision is also appended to it, row
+// for row with the log: '0'/'1' in Decisions and, when WantNames, the caller
+// and callee (taken before the inliner acts, so a deleted callee is named).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_MLOPTINLINEADVISOR_H
@@ -42,15 +42,19 @@ void reportTrainingLogFailure(llvm::LLVMContext &Ctx, const std::exception &E);
 bool writeTrainingLog(llvm::LLVMContext &Ctx, TrainingLogWriter &Log,
                       const std::function<void()> &Write) noexcept;
 
-/// (caller, callee) of each logged decision, in log order.
-using CallSiteNames = std::vector<std::pair<std::string, std::string>>;
+/// The logged decisions of one compile, in log order.
+struct DecisionTrace {
+  bool WantNames = false;
+  std::string Decisions;                                  // '0' or '1' per decision
+  std::vector<std::pair<std::string, std::string>> Sites; // (caller, callee), with WantNames
+};
 
 class MLoptInlineAdvisor final : public llvm::MLInlineAdvisor {
 public:
   MLoptInlineAdvisor(llvm::Module &M, llvm::ModuleAnalysisManager &MAM,
                      std::unique_ptr<InlinePolicyRunner> Runner,
                      std::function<bool(llvm::CallBase &)> DefaultAdvice, TrainingLogWriter *Log,
-                     CallSiteNames *Sites = nullptr);
+                     DecisionTrace *Sites = nullptr);
   ~MLoptInlineAdvisor() override;
 
 protected:
@@ -60,7 +64,7 @@ protected:
 private:
   InlinePolicyRunner &Runner;
   TrainingLogWriter *Log;
-  CallSiteNames *Sites;
+  DecisionTrace *Sites;
 };
 
 } // namespace mlopt

@@ -1,0 +1,52 @@
+//===- TextSizeCache.h - .text sizes of compiles already made ---*- C++ -*-===//
+//
+// Contract: maps (input bitcode, compile options, the inliner's decision
+// sequence) -- hashed to 128 bits (xxh3) -- to the .text size code
+// generation produced. LLVM is deterministic: the same input, options and
+// decisions give the same optimized module, so the size is the same and
+// code generation can be skipped. Thread-safe; holds at most Capacity
+// entries (the oldest are dropped first). hits()/misses() count lookups.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLOPT_LLVM_TEXTSIZECACHE_H
+#define MLOPT_LLVM_TEXTSIZECACHE_H
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace mlopt {
+
+struct CompileOptions;
+
+class TextSizeCache {
+public:
+  using Key = std::pair<uint64_t, uint64_t>;
+
+  explicit TextSizeCache(size_t Capacity = 1 << 20) : Capacity(Capacity) {}
+
+  static Key key(const std::string &Bitcode, const CompileOptions &Options,
+                 const std::string &Decisions);
+
+  std::optional<uint64_t> lookup(const Key &K);
+  void insert(const Key &K, uint64_t TextSize);
+
+  size_t size() const;
+  uint64_t hits() const;
+  uint64_t misses() const;
+
+private:
+  size_t Capacity;
+  mutable std::mutex Lock;
+  std::map<Key, uint64_t> Sizes;
+  std::deque<Key> Order;
+  uint64_t Hits = 0, Misses = 0;
+};
+
+} // namespace mlopt
+
+#endif
