@@ -12,8 +12,14 @@ import sys
 import pytest
 
 import mlopt
-from mlopt.corpus import (corpus_entries, extract_corpus, make_corpus, objects_from_compile_commands,
-                          objects_in_directory, split_corpus)
+from mlopt.corpus import (
+    corpus_entries,
+    extract_corpus,
+    make_corpus,
+    objects_from_compile_commands,
+    objects_in_directory,
+    split_corpus,
+)
 from mlopt.corpus.elf import read_sections, sections_of
 from mlopt.evaluation import clang_command, text_size
 

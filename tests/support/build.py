@@ -16,8 +16,16 @@ CXX_SHAPES = r"""
 #include <string>
 #include <vector>
 struct Shape { virtual ~Shape() = default; virtual double area() const = 0; };
-struct Rect : Shape { double w, h; Rect(double w, double h) : w(w), h(h) {} double area() const override { return w * h; } };
-struct Circle : Shape { double r; explicit Circle(double r) : r(r) {} double area() const override { return 3.14159 * r * r; } };
+struct Rect : Shape {
+  double w, h;
+  Rect(double w, double h) : w(w), h(h) {}
+  double area() const override { return w * h; }
+};
+struct Circle : Shape {
+  double r;
+  explicit Circle(double r) : r(r) {}
+  double area() const override { return 3.14159 * r * r; }
+};
 std::vector<std::unique_ptr<Shape>> make(int n) {
   std::vector<std::unique_ptr<Shape>> v;
   for (int i = 0; i < n; ++i) {

@@ -6,5 +6,5 @@ from .analyses import call_site_costs, function_properties, inline_features
 from .compile import CompileResult, TextSizeCache, compile, compile_many, largest_first
 from .plugin import clang_flags, clang_flags_string, opt_flags, plugin_path
 
-__all__ = ["CompileResult", "TextSizeCache", "call_site_costs", "clang_flags", "clang_flags_string", "compile", "compile_many",
-           "function_properties", "inline_features", "largest_first", "opt_flags", "plugin_path"]
+__all__ = ["CompileResult", "TextSizeCache", "call_site_costs", "clang_flags", "clang_flags_string", "compile",
+           "compile_many", "function_properties", "inline_features", "largest_first", "opt_flags", "plugin_path"]

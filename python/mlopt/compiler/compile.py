@@ -149,7 +149,8 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
         decisions = defaults = np.zeros(0, np.int64)
     return CompileResult(module.name, raw["text_size"], decisions, defaults,
                          parsed if log else None, log_bytes if log else b"",
-                         raw["object"], list(raw["warnings"]), raw["call_sites"] if call_sites else None, raw["cache_hit"])
+                         raw["object"], list(raw["warnings"]), raw["call_sites"] if call_sites else None,
+                         raw["cache_hit"])
 
 
 def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeline: str | None = None,
