@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import mlopt
@@ -135,9 +136,13 @@ def test_mlgo_utils_extract_ir_and_mlopt_agree(mini_build, mini_corpus, tmp_path
         for ext in (".bc", ".cmd"):
             assert os.fsencode(out / f"{name}{ext}") and (out / f"{name}{ext}").read_bytes() == (
                 mini_corpus / f"{name}{ext}").read_bytes()
-    a = mlopt.compile_many(mlopt.load_corpus(out), log=True)
-    b = mlopt.compile_many(mlopt.load_corpus(mini_corpus), log=True)
-    assert [(r.text_size, r.log_bytes) for r in a] == [(r.text_size, r.log_bytes) for r in b]
+    from mlopt.rollouts import trace_corpus
+
+    a = trace_corpus(out, use_cache=False, workers=2, quiet=True)
+    b = trace_corpus(mini_corpus, use_cache=False, workers=2, quiet=True)
+    assert a.modules == b.modules and np.array_equal(a.text_size, b.text_size)
+    assert np.array_equal(a.module_rows, b.module_rows) and a.columns.keys() == b.columns.keys()
+    assert all(np.array_equal(a.columns[k], b.columns[k]) for k in a.columns)
 
 
 def test_cli_corpus_commands(mini_build, tmp_path, capsys):

@@ -6,18 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..corpus import CorpusEntry
-from ..errors import MloptError
 from ..workers import Progress, TaskResult, make_pool
 from .tasks import RolloutTask, run_rollout
-
-
-class RolloutFailures(MloptError):
-    """Some modules could not be compiled (each named with the reason)."""
-
-    def __init__(self, failures: list[tuple[str, str]]):
-        self.failures = failures
-        first = failures[0]
-        super().__init__(f"{len(failures)} module(s) failed; first: {first[0]}: {first[1]}")
 
 
 def largest_first(entries: Sequence[CorpusEntry]) -> list[int]:
