@@ -160,3 +160,13 @@ def test_ray_pool_reports_timeouts_and_crashes():
         assert [r.failure for r in results] == [None, "timeout", None]
         crashed = pool.map(tasks.always_die, [3])
     assert crashed[0].failure == "crash"
+
+
+def test_training_curve_plot_from_a_run_directory(tmp_path):
+    from mlopt.evaluation import plot_training_curve
+
+    assert plot_training_curve(tmp_path, tmp_path) is None  # no metrics.jsonl: no plot
+    (tmp_path / "metrics.jsonl").write_text("\n".join(
+        json.dumps({"iteration": i, "reward": 0.01 * i, "validation_delta_percent": -0.1 * i}) for i in range(5)))
+    path = plot_training_curve(tmp_path, tmp_path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -14,6 +14,7 @@ from ..corpus import CorpusEntry
 
 _POLICIES: dict[str, object] = {}
 _CACHE = None  # this worker's TextSizeCache
+_MODULES: dict[tuple, object] = {}  # modules this worker has loaded (checked by LLVM once)
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,22 @@ def _cache():
     return _CACHE
 
 
+def _module(entry: CorpusEntry):
+    st = entry.bitcode_path.stat()
+    cmd = entry.bitcode_path.with_suffix(".cmd")
+    cmd_stamp = None if entry.command is not None or not cmd.exists() else (cmd.stat().st_mtime_ns, cmd.stat().st_size)
+    key = (str(entry.bitcode_path), st.st_mtime_ns, st.st_size, entry.command, cmd_stamp)
+    if key not in _MODULES:
+        if len(_MODULES) >= 4096:
+            _MODULES.clear()
+        _MODULES[key] = entry.load()
+    return _MODULES[key]
+
+
 def run_rollout(task: RolloutTask) -> Rollout:
     from ..compiler import compile
 
-    module = task.entry.load()
+    module = _module(task.entry)
     policy = _policy(task.policy)
     start = time.perf_counter()
     r = compile(module, policy, log=True, call_sites=task.call_sites, cache=_cache() if task.cache else None)
