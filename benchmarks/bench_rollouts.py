@@ -10,6 +10,9 @@ on every module of the default corpus (``mlopt corpus fetch``: C and C++).
   naive:      per module, opt-19 -load-pass-plugin=mlopt -mlopt-inline-model=policy.so
               -relocation-model=pic -passes=default<Oz> m.bc | llc-19 -relocation-model=pic
               -filetype=obj, .text read from the object (``--workers`` in parallel)
+  clang -cc1: per module, stock clang-19 -cc1 from the module's .cmd with the plugin and the
+              policy (what ml-compiler-opt runs per module; the same work as in-process, so
+              its sizes must equal in-process sizes exactly)
   in-process: mlopt.rollouts.run_rollouts on a LocalPool (1 and --workers processes),
               without and with the TextSizeCache (repeated decisions skip code generation)
 
@@ -78,6 +81,12 @@ def naive(entries, policy: Path, work: Path, workers: int) -> list[int]:
     return out
 
 
+def clang_cc1(entries, policy: Path, work: Path, workers: int) -> list[int]:
+    from mlopt.evaluation import clang_text_sizes
+
+    return clang_text_sizes(entries, str(policy), threads=workers)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--perturbations", type=int, default=3)
@@ -100,6 +109,9 @@ def main() -> int:
     naive_sizes = [naive(entries, p, work, args.workers) for p in pols]
     t_naive = time.perf_counter() - start
     rows.append(("naive opt+llc", args.workers, t_naive, None, None))
+    start = time.perf_counter()
+    cc1_sizes = [clang_cc1(entries, p, work, args.workers) for p in pols]
+    rows.append(("clang -cc1 + plugin", args.workers, time.perf_counter() - start, None, None))
 
     reference = None
     for workers, cache in ((1, False), (args.workers, False), (args.workers, True)):
@@ -122,6 +134,7 @@ def main() -> int:
         assert sizes == reference, "cached sizes differ from uncached ones"
         rows.append((f"in-process{' +cache' if cache else ''}", workers, elapsed, llvm / task, hits / evals))
 
+    assert cc1_sizes == reference, "stock clang -cc1 + plugin sizes differ from in-process sizes"
     # opt's default<Oz> and the corpus' clang pipeline differ (SLP): sizes differ by design; report it.
     same = sum(a == b for pa, pb in zip(naive_sizes, reference) for a, b in zip(pa, pb))
     print(f"\n{evals} module evaluations per configuration; naive sizes equal in-process on {same}/{evals} "
