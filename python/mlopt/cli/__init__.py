@@ -12,10 +12,10 @@ import argparse
 import sys
 
 from . import compile as compile_cmd
-from . import corpus, log, plugin, policy, rollouts, vocab
+from . import corpus, log, plugin, policy, rollouts, train, vocab
 from ._common import run
 
-GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts)
+GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts, train)
 
 EPILOG = """\
 examples:

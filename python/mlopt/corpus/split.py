@@ -17,9 +17,14 @@ from .description import read_description
 from .layout import prepare_output, write_description
 
 
-def held_out(name: str, fraction: float, seed: int = 0) -> bool:
+def split_value(name: str, seed: int = 0) -> float:
+    """A module's position in [0, 1): it is held out at fractions above it."""
     digest = hashlib.sha256(f"{seed}\0{name}".encode("utf-8", "surrogateescape")).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def held_out(name: str, fraction: float, seed: int = 0) -> bool:
+    return split_value(name, seed) < fraction
 
 
 def _link(src: Path, dest: Path) -> None:

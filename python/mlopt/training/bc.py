@@ -1,0 +1,94 @@
+"""Behavioral cloning: an MLP policy that imitates the compiler's heuristic
+from a trace (the MLGO paper's warm start), in numpy. Generic over the
+problem: the features are the problem's, the label its default decision.
+
+Rows are split by module (SHA-256 of the module name, as ``corpus split``)
+so the reported agreement is measured on modules the policy never saw."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..corpus.split import split_value
+from ..errors import MloptError
+from ..policy import MLPPolicy, Vocab
+from ..policy.batching import feature_matrix
+from ..rollouts import TraceDataset
+from .mlp_train import fit
+
+
+@dataclass
+class BCResult:
+    policy: MLPPolicy
+    train_agreement: float
+    heldout_agreement: float | None  # None without held-out rows
+    train_rows: int
+    heldout_rows: int
+    losses: list[float] = field(default_factory=list)
+
+    def report(self) -> dict:
+        return {"train_agreement": self.train_agreement, "heldout_agreement": self.heldout_agreement,
+                "train_rows": self.train_rows, "heldout_rows": self.heldout_rows, "final_loss": self.losses[-1],
+                "epochs": len(self.losses)}
+
+
+def heldout_modules(modules: Sequence[str], fraction: float, rows: Sequence[int] | None = None) -> list[int]:
+    """Indices of the modules held out for validation: those ``corpus split``
+    holds out at ``fraction`` (seed 0, whatever the training seed). When
+    none of them has rows (``rows``: rows per module) and ``fraction > 0``,
+    the module with rows that comes first in the split order, unless it is
+    the only one."""
+    values = [split_value(m) for m in modules]
+    rows = [1] * len(modules) if rows is None else list(rows)
+    chosen = [i for i, v in enumerate(values) if v < fraction]
+    with_rows = [i for i in range(len(modules)) if rows[i] > 0]
+    if fraction > 0 and not any(rows[i] for i in chosen) and len(with_rows) > 1:
+        chosen.append(min(with_rows, key=values.__getitem__))
+    return sorted(chosen)
+
+
+def vocab_from_rows(columns: dict[str, np.ndarray], rows: np.ndarray, features: Sequence[str],
+                    num_buckets: int) -> Vocab:
+    """Quantiles of each feature over the given rows (``num_buckets`` points)."""
+    return Vocab({f: np.quantile(columns[f][rows].reshape(-1).astype(np.float64), np.linspace(0, 1, num_buckets))
+                  for f in features})
+
+
+def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epochs: int = 20,
+             batch_size: int = 512, lr: float = 3e-3, num_buckets: int = 1000, heldout_fraction: float = 0.2,
+             seed: int = 0, on_epoch: Callable[[int, float], None] | None = None) -> BCResult:
+    if problem.default_decision is None:
+        raise MloptError(f"problem {problem.name!r} logs no default decision to imitate")
+    label_name = problem.default_decision.name
+    if label_name not in ds.columns:
+        raise MloptError(f"the trace has no {label_name!r} column")
+    heldout_rows = np.zeros(len(ds), bool)
+    per_module = np.diff(ds.module_rows)
+    for i in heldout_modules(ds.modules, heldout_fraction, per_module):
+        heldout_rows[ds.rows_of(i)] = True
+    train_idx, test_idx = np.flatnonzero(~heldout_rows), np.flatnonzero(heldout_rows)
+    if len(train_idx) == 0:
+        raise MloptError("no training rows (the trace is empty or every module is held out)")
+    vocab = vocab_from_rows(ds.columns, train_idx, problem.feature_names, num_buckets)
+    policy = MLPPolicy.random(vocab, hidden=hidden, seed=seed, problem=problem)
+    x_all = policy.vocab.normalize(feature_matrix(ds.columns, problem.features), policy.widths)
+    labels = ds.columns[label_name].reshape(-1).astype(np.int64)
+    layers = [(w.copy(), b.copy()) for w, b in policy.layers]
+    losses = fit(layers, x_all[train_idx], labels[train_idx], epochs=epochs, batch_size=batch_size, lr=lr,
+                 seed=seed, on_epoch=on_epoch)
+    policy = MLPPolicy(vocab, layers, problem=problem)
+
+    def agreement(idx: np.ndarray) -> float:
+        if len(idx) == 0:
+            return None
+        logits = x_all[idx]
+        for i, (w, b) in enumerate(policy.layers):
+            logits = logits @ w.T + b
+            if i + 1 < len(policy.layers):
+                logits = np.maximum(logits, 0)
+        return float((np.argmax(logits, axis=1) == labels[idx]).mean())
+
+    return BCResult(policy, agreement(train_idx), agreement(test_idx), len(train_idx), len(test_idx), losses)

@@ -1,0 +1,84 @@
+"""Gradient training of an :class:`MLPPolicy`'s layers in numpy: softmax
+cross-entropy over the problem's actions, Adam. Deterministic for a seed
+(float32 arithmetic, fixed batch order)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+
+class Adam:
+    def __init__(self, params: list[np.ndarray], lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999,
+                 eps: float = 1e-8):
+        self.lr, self.beta1, self.beta2, self.eps = lr, beta1, beta2, eps
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.t = 0
+
+    def step(self, params: list[np.ndarray], grads: list[np.ndarray]) -> None:
+        self.t += 1
+        c1 = 1 - self.beta1**self.t
+        c2 = 1 - self.beta2**self.t
+        for p, g, m, v in zip(params, grads, self.m, self.v):
+            m *= self.beta1
+            m += (1 - self.beta1) * g
+            v *= self.beta2
+            v += (1 - self.beta2) * g * g
+            p -= (self.lr * (m / c1) / (np.sqrt(v / c2) + self.eps)).astype(p.dtype)
+
+
+def forward(layers, h: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Logits and each layer's input (for the backward pass)."""
+    inputs = []
+    for i, (w, b) in enumerate(layers):
+        inputs.append(h)
+        h = h @ w.T + b
+        if i + 1 < len(layers):
+            h = np.maximum(h, 0)
+    return h, inputs
+
+
+def loss_and_grads(layers, h: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None):
+    logits, inputs = forward(layers, h)
+    z = logits - logits.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    n = len(labels)
+    wts = np.ones(n, np.float32) if weights is None else weights.astype(np.float32)
+    loss = float(-(np.log(p[np.arange(n), labels] + 1e-12) * wts).sum() / wts.sum())
+    d = p
+    d[np.arange(n), labels] -= 1
+    d *= (wts / wts.sum())[:, None]
+    grads = []
+    for i in range(len(layers) - 1, -1, -1):
+        w, _ = layers[i]
+        x = inputs[i]
+        grads.append((d.T @ x, d.sum(axis=0)))
+        if i:
+            d = (d @ w) * (x > 0)
+    grads.reverse()
+    return loss, grads
+
+
+def fit(layers, x: np.ndarray, labels: np.ndarray, *, epochs: int, batch_size: int, lr: float, seed: int,
+        weights: np.ndarray | None = None, on_epoch: Callable[[int, float], None] | None = None) -> list[float]:
+    """Trains ``layers`` (list of (W, b), float32, updated in place)."""
+    params = [a for wb in layers for a in wb]
+    opt = Adam(params, lr)
+    rng = np.random.default_rng(seed)
+    losses = []
+    for epoch in range(epochs):
+        order = rng.permutation(len(x))
+        total, count = 0.0, 0
+        for start in range(0, len(x), batch_size):
+            idx = order[start:start + batch_size]
+            loss, grads = loss_and_grads(layers, x[idx], labels[idx], None if weights is None else weights[idx])
+            opt.step(params, [g.astype(np.float32) for wb in grads for g in wb])
+            total += loss * len(idx)
+            count += len(idx)
+        losses.append(total / max(count, 1))
+        if on_epoch:
+            on_epoch(epoch, losses[-1])
+    return losses

@@ -1,0 +1,69 @@
+"""Training: behavioral cloning of the heuristic from a real trace."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import mlopt
+from mlopt.corpus import make_corpus
+from mlopt.problems import inlining
+from mlopt.rollouts import TraceDataset, trace_corpus
+from mlopt.training import train_bc
+
+
+@pytest.fixture(scope="module")
+def sdist_trace(corpus_modules, tmp_path_factory):
+    """The heuristic's trace of the 35 lz4 + brotli modules."""
+    work = tmp_path_factory.mktemp("bc")
+    make_corpus(corpus_modules[0].parent, work / "corpus")
+    return trace_corpus(work / "corpus", workers=2, use_cache=False, quiet=True)
+
+
+def test_bc_agrees_with_the_heuristic_on_held_out_modules(sdist_trace):
+    r = train_bc(sdist_trace, inlining.PROBLEM, epochs=20, heldout_fraction=0.5)
+    assert r.heldout_rows > 400 and r.train_rows > 1500
+    assert r.heldout_agreement >= 0.95, r.report()
+    # the numpy forward pass of the returned policy gives that agreement
+    held = np.zeros(len(sdist_trace), bool)
+    from mlopt.corpus.split import held_out
+    from mlopt.training import heldout_modules
+
+    assert heldout_modules(sdist_trace.modules, 0.5) == [i for i, m in enumerate(sdist_trace.modules)
+                                                         if held_out(m, 0.5)]
+    for i in heldout_modules(sdist_trace.modules, 0.5):
+        held[sdist_trace.rows_of(i)] = True
+    rows = {k: v[held] for k, v in sdist_trace.columns.items()}
+    decided = r.policy.decide(rows)
+    assert np.mean(decided == rows[inlining.DEFAULT_DECISION].reshape(-1)) == pytest.approx(r.heldout_agreement)
+    again = train_bc(sdist_trace, inlining.PROBLEM, epochs=20, heldout_fraction=0.5)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(r.policy.layers, again.policy.layers))  # deterministic
+
+
+def test_cli_train_bc_writes_a_run_directory_whose_policy_clang_can_use(sdist_trace, corpus_modules, tmp_path,
+                                                                        capsys):
+    from mlopt.cli import main
+
+    sdist_trace.save(tmp_path / "trace.npz")
+    run = tmp_path / "run"
+    assert main(["train", "bc", str(tmp_path / "trace.npz"), "-o", str(run), "--epochs", "20", "--heldout", "0.5",
+                 "--quiet", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["heldout_agreement"] >= 0.95
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["epoch"] for m in metrics] == list(range(20))
+    policy = mlopt.load_policy(run / "policy.so")
+    r = mlopt.compile(mlopt.Module(corpus_modules[0]), policy)
+    numpy_policy = mlopt.InlinePolicy.load(run / "policy.npz")
+    assert np.array_equal(r.decisions, numpy_policy.decide(r.log))
+    assert main(["train", "bc", str(tmp_path / "trace.npz"), "-o", str(run)]) == 1  # no silent overwrite
+    assert "config.json exists" in capsys.readouterr().err
+
+
+def test_bc_refuses_an_empty_trace():
+    empty = TraceDataset([], np.zeros(0, np.int64), np.zeros(1, np.int64),
+                         {f: np.zeros((0, 1), np.int64) for f in (*inlining.FEATURES, inlining.DEFAULT_DECISION)})
+    with pytest.raises(mlopt.MloptError, match="no training rows"):
+        train_bc(empty, inlining.PROBLEM)
