@@ -67,3 +67,19 @@ def test_bc_refuses_an_empty_trace():
                          {f: np.zeros((0, 1), np.int64) for f in (*inlining.FEATURES, inlining.DEFAULT_DECISION)})
     with pytest.raises(mlopt.MloptError, match="no training rows"):
         train_bc(empty, inlining.PROBLEM)
+
+
+def test_vocab_warns_when_asked_for_more_buckets_than_values(corpus_modules, tmp_path, capsys):
+    from mlopt.cli import main
+
+    log = tmp_path / "x.log"
+    log.write_bytes(mlopt.compile(mlopt.Module(corpus_modules[0])).log_bytes)
+    assert main(["vocab", str(log), "-o", str(tmp_path / "v"), "--buckets", "100"]) == 0
+    err = capsys.readouterr().err
+    vocab = mlopt.Vocab.load(tmp_path / "v")
+    distinct = {f: np.unique(vocab.boundaries[f]).size for f in inlining.FEATURES}
+    few = [f for f, k in distinct.items() if k < 100]
+    assert 0 < len(few) < 38
+    assert f"warning: {len(few)} of 38 features have fewer distinct quantiles than --buckets 100" in err
+    # a feature with a single value has one distinct quantile, and comes first in the message
+    assert min(distinct.values()) == 1 and min(distinct, key=distinct.get) in err

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 from ._common import add_command, positive_int
 
 
 def cmd_vocab(args) -> int:
+    import numpy as np
+
     from .. import problems
     from ..policy import Vocab
 
@@ -13,6 +17,13 @@ def cmd_vocab(args) -> int:
     vocab = Vocab.from_logs(args.logs, num_buckets=args.buckets, features=problem.feature_names)
     vocab.save(args.output, overwrite=args.force)
     print(f"wrote {len(vocab.features)} .buckets files ({args.buckets} boundaries each) to {args.output}")
+    few = {f: int(np.unique(vocab.boundaries[f]).size) for f in vocab.features}
+    few = {f: k for f, k in few.items() if k < args.buckets}
+    if few:
+        shown = ", ".join(f"{f} ({k})" for f, k in sorted(few.items(), key=lambda x: x[1])[:5])
+        print(f"mlopt: warning: {len(few)} of {len(vocab.features)} features have fewer distinct quantiles than "
+              f"--buckets {args.buckets} (few distinct values: boundaries repeat): {shown}"
+              + (", ..." if len(few) > 5 else ""), file=sys.stderr)
     return 0
 
 
