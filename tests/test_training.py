@@ -83,3 +83,84 @@ def test_vocab_warns_when_asked_for_more_buckets_than_values(corpus_modules, tmp
     assert f"warning: {len(few)} of 38 features have fewer distinct quantiles than --buckets 100" in err
     # a feature with a single value has one distinct quantile, and comes first in the message
     assert min(distinct.values()) == 1 and min(distinct, key=distinct.get) in err
+
+
+@pytest.fixture(scope="module")
+def es_setup(mini_corpus):
+    from mlopt.corpus import corpus_entries
+
+    ds = trace_corpus(mini_corpus, use_cache=False, workers=2, quiet=True)
+    bc = train_bc(ds, inlining.PROBLEM, epochs=5, hidden=(16,), heldout_fraction=0.0)
+    baseline = {m: int(s) for m, s in zip(ds.modules, ds.text_size)}
+    entries = corpus_entries(mini_corpus)
+    return bc.policy, entries, baseline
+
+
+def _es(es_setup, run, iterations, pool):
+    from mlopt.training import ESConfig, ESTrainer
+
+    policy, entries, baseline = es_setup
+    run.mkdir(exist_ok=True)
+    cfg = ESConfig(iterations=iterations, perturbations=2, modules_per_perturbation=3, sigma=0.5, seed=3)
+    trainer = ESTrainer(policy, entries[:5], baseline, run, cfg, validation=entries[5:], pool=pool)
+    trainer.resume()
+    trainer.run()
+    return trainer
+
+
+def test_es_iteration_is_identical_on_the_local_pool_and_on_ray(es_setup, tmp_path):
+    from mlopt.workers import make_pool
+
+    with make_pool(1) as pool:
+        one = _es(es_setup, tmp_path / "local1", 1, pool)
+    with make_pool(2, ray="local") as pool:
+        ray = _es(es_setup, tmp_path / "ray", 1, pool)
+    assert one.theta.tobytes() == ray.theta.tobytes()
+    from mlopt.training.es import flatten
+
+    assert not np.array_equal(one.theta, flatten(es_setup[0]))  # the step moved the policy
+    metrics = [json.loads(line) for line in (tmp_path / "local1" / "metrics.jsonl").read_text().splitlines()]
+    assert metrics == [json.loads(line) | {"evaluations_per_s": metrics[0]["evaluations_per_s"]}
+                       for line in (tmp_path / "ray" / "metrics.jsonl").read_text().splitlines()]
+    assert metrics[0]["evaluations"] == 12 and metrics[0]["validation_delta_percent"] is not None
+
+
+def test_es_resumed_after_an_interruption_equals_an_uninterrupted_run(es_setup, tmp_path):
+    from mlopt.workers import make_pool
+
+    with make_pool(2) as pool:
+        straight = _es(es_setup, tmp_path / "straight", 2, pool)
+        _es(es_setup, tmp_path / "cut", 1, pool)  # stopped after one iteration...
+        (tmp_path / "cut" / "work").mkdir()  # ...and in the middle of the next one
+        resumed = _es(es_setup, tmp_path / "cut", 2, pool)
+    assert resumed.iteration == 2 and resumed.theta.tobytes() == straight.theta.tobytes()
+    from mlopt.training import ESConfig, ESTrainer
+
+    policy, entries, baseline = es_setup
+    other = ESTrainer(policy, entries, baseline, tmp_path / "cut", ESConfig(iterations=3, sigma=0.1, seed=3))
+    with pytest.raises(mlopt.MloptError, match="started with other settings"):
+        other.resume()
+
+
+def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, capsys):
+    from mlopt.cli import main
+
+    ds = trace_corpus(mini_corpus, use_cache=False, workers=1, quiet=True)
+    ds.save(tmp_path / "trace.npz")
+    assert main(["train", "bc", str(tmp_path / "trace.npz"), "-o", str(tmp_path / "bc"), "--epochs", "3",
+                 "--hidden", "8", "--no-compile", "--quiet"]) == 0
+    args = ["train", "es", str(mini_corpus), "--init", str(tmp_path / "bc"), "-o", str(tmp_path / "es"),
+            "--validation", str(mini_corpus), "--perturbations", "2", "--modules", "2", "--workers", "2",
+            "--quiet", "--json"]
+    assert main([*args, "--iterations", "1"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--iterations", "2", "--resume"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["iterations"] == 2 and summary["best_validation_delta_percent"] is not None
+    metrics = [json.loads(line) for line in (tmp_path / "es" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in metrics] == [1, 2]
+    policy = mlopt.load_policy(summary["files"]["policy_so"])
+    assert len(mlopt.compile(mlopt.load_corpus(mini_corpus)[0], policy).decisions) > 0
+    assert main([*args, "--iterations", "1"]) == 1  # the run directory exists: no silent overwrite
+    assert main(["train", "es", str(mini_corpus), "--init", str(tmp_path / "bc"), "-o", str(tmp_path / "none"),
+                 "--resume"]) == 2

@@ -45,8 +45,65 @@ def cmd_train_bc(args) -> int:
     return 0
 
 
+def cmd_train_es(args) -> int:
+    from pathlib import Path
+
+    from ..corpus import corpus_entries
+    from ..policy import MLPPolicy
+    from ..problems import get
+    from ..rollouts import trace_corpus
+    from ..training import ESConfig, ESTrainer
+    from ..training.run_dir import RunDir
+    from ..workers import Progress, make_pool
+    from ._common import UsageError
+
+    problem = get(args.problem)
+    init = Path(args.init)
+    if init.is_dir():
+        init = init / "policy.npz"
+    policy = MLPPolicy.load(init, problem=problem)
+    out = Path(args.output)
+    if args.resume and not (out / "checkpoint.npz").exists():
+        raise UsageError(f"{out}: nothing to resume (no checkpoint.npz)")
+    run = RunDir(out, create=not args.resume, force=args.force)
+    cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma, lr=args.lr,
+                   modules_per_perturbation=args.modules, seed=args.seed)
+    if not args.resume:
+        run.write_config({"kind": "es", "corpus": args.corpus, "validation": args.validation, "init": str(init),
+                          "problem": problem.name, **cfg.__dict__})
+    with make_pool(args.workers, ray=args.ray, timeout=args.timeout) as pool:
+        train = corpus_entries(args.corpus)
+        validation = corpus_entries(args.validation) if args.validation else []
+        baseline = {}
+        for corpus in [args.corpus] + ([args.validation] if args.validation else []):
+            ds = trace_corpus(corpus, pool=pool, quiet=args.quiet)
+            baseline.update({m: int(s) for m, s in zip(ds.modules, ds.text_size)})
+        trainer = ESTrainer(policy, [e for e in train if e.name in baseline], baseline, out, cfg,
+                            validation=[e for e in validation if e.name in baseline], pool=pool)
+        trainer.resume()
+        with Progress(cfg.iterations, "evolution strategies", quiet=args.quiet, unit="iteration") as bar:
+            bar.update(trainer.iteration)
+
+            def done(m: dict) -> None:
+                val = m["validation_delta_percent"]
+                bar.update(reward=f"{m['reward']:.5f}", val="-" if val is None else f"{val:+.3f}%",
+                           evals_s=f"{m['evaluations_per_s']:.1f}")
+
+            final = trainer.run(on_iteration=done)
+    best = out / "best" / "policy.npz"
+    chosen = MLPPolicy.load(best, problem=problem) if best.exists() else final
+    files = run.save_policy(chosen, compile_so=not args.no_compile)
+    summary = {"run": str(out), "iterations": trainer.iteration, "best_validation_delta_percent": trainer.best,
+               "files": files}
+    best_text = "n/a" if trainer.best is None else f"{trainer.best:+.3f}%"
+    print(json.dumps(summary, indent=2) if args.json else
+          f"{out}: {trainer.iteration} iterations; best validation delta {best_text}; "
+          f"policy: {files.get('policy_so', files['model'])}")
+    return 0
+
+
 def register(sub) -> None:
-    train = sub.add_parser("train", help="train policies: bc (imitate the heuristic)",
+    train = sub.add_parser("train", help="train policies: bc (imitate the heuristic), es (evolution strategies)",
                            description="Train policies; each run writes a run directory.")
     tsub = train.add_subparsers(dest="train_command", metavar="COMMAND", required=True)
     bc = add_command(tsub, "bc", "behavioral cloning: a policy that imitates the heuristic from a trace",
@@ -67,3 +124,27 @@ def register(sub) -> None:
     bc.add_argument("--quiet", action="store_true")
     bc.add_argument("--json", action="store_true")
     bc.set_defaults(func=cmd_train_bc)
+
+    es = add_command(tsub, "es", "evolution strategies from a starting policy (e.g. the BC run)",
+                     ["mlopt train es splits/train --init runs/bc --validation splits/heldout -o runs/es",
+                      "mlopt train es splits/train --init runs/bc -o runs/es --resume --iterations 20"])
+    es.add_argument("corpus", help="training corpus")
+    es.add_argument("--init", required=True, metavar="RUN|NPZ", help="starting policy (a run directory or policy.npz)")
+    es.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
+    es.add_argument("--validation", metavar="CORPUS", help="corpus to track the best policy on")
+    es.add_argument("--problem", default="inlining")
+    es.add_argument("--iterations", type=positive_int, default=10)
+    es.add_argument("--perturbations", type=positive_int, default=8, help="antithetic pairs per iteration (8)")
+    es.add_argument("--sigma", type=float, default=0.02)
+    es.add_argument("--lr", type=float, default=0.01)
+    es.add_argument("--modules", type=positive_int, default=16, help="modules per perturbation (16)")
+    es.add_argument("--seed", type=int, default=0)
+    es.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
+    es.add_argument("--workers", type=positive_int, metavar="N")
+    es.add_argument("--ray", metavar="ADDRESS")
+    es.add_argument("--timeout", type=float, default=600.0, metavar="S")
+    es.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
+    es.add_argument("--force", action="store_true", help="replace an existing run directory's files")
+    es.add_argument("--quiet", action="store_true")
+    es.add_argument("--json", action="store_true")
+    es.set_defaults(func=cmd_train_es)

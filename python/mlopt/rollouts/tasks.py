@@ -5,6 +5,7 @@ worker processes; a worker keeps the policies it loaded."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..corpus import CorpusEntry
 
-_POLICIES: dict[str, object] = {}
+_POLICIES: dict[tuple, object] = {}
 _CACHE = None  # this worker's TextSizeCache
 _MODULES: dict[tuple, object] = {}  # modules this worker has loaded (checked by LLVM once)
 
@@ -45,11 +46,15 @@ class Rollout:
 def _policy(path: str | None):
     if path is None:
         return None
-    if path not in _POLICIES:
+    st = os.stat(path)
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _POLICIES:
         from ..problems import load_policy
 
-        _POLICIES[path] = load_policy(path)
-    return _POLICIES[path]
+        if len(_POLICIES) >= 64:  # ES writes new policies every iteration
+            _POLICIES.clear()
+        _POLICIES[key] = load_policy(path)
+    return _POLICIES[key]
 
 
 def _cache():

@@ -1,6 +1,8 @@
 """Training policies, generic over the problem: behavioral cloning of the
-compiler's heuristic from a trace (numpy)."""
+compiler's heuristic from a trace (numpy), evolution strategies over
+rollouts on a pool."""
 
 from .bc import BCResult, heldout_modules, train_bc, vocab_from_rows
+from .es import ESConfig, ESTrainer
 
-__all__ = ["BCResult", "heldout_modules", "train_bc", "vocab_from_rows"]
+__all__ = ["BCResult", "ESConfig", "ESTrainer", "heldout_modules", "train_bc", "vocab_from_rows"]
