@@ -164,3 +164,31 @@ def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, cap
     assert main([*args, "--iterations", "1"]) == 1  # the run directory exists: no silent overwrite
     assert main(["train", "es", str(mini_corpus), "--init", str(tmp_path / "bc"), "-o", str(tmp_path / "none"),
                  "--resume"]) == 2
+
+
+@pytest.mark.llvm
+@pytest.mark.network
+def test_demo_reduced_mode_outputs_are_consistent(tmp_path, capsys):
+    """`mlopt demo --small`: corpus -> trace -> BC -> ES -> policy.so -> the
+    held-out split through stock clang-19; its numbers agree with its files."""
+    import csv
+
+    from mlopt.cli import main
+
+    assert main(["demo", "--small", "-o", str(tmp_path / "d"), "--quiet", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["verify_with_clang"]["mismatches"] == [] and not result["failed"]
+    with open(result["files"]["heldout_csv"], encoding="utf-8", errors="surrogateescape") as f:
+        rows = list(csv.DictReader(f))
+    total = result["heldout"]["all"]
+    assert total["modules"] == len(rows) == result["modules"]["heldout"] == result["verify_with_clang"]["modules"]
+    assert total["policy_text"] == sum(int(r["policy_text"]) for r in rows)
+    assert total["heuristic_text"] == sum(int(r["heuristic_text"]) for r in rows)
+    assert result["heldout"]["C"]["modules"] + result["heldout"]["C++"]["modules"] == total["modules"]
+    assert result["es"]["iterations"] == 1 and result["bc"]["train_agreement"] > 0.8
+    assert result["es"]["best_validation_delta_percent"] <= result["es"]["validation_start"]
+    policy = mlopt.load_policy(result["files"]["policy_so"])
+    assert policy.problem == inlining.PROBLEM
+    assert {p.rsplit("/", 1)[1] for p in result["files"]["plots"]} >= {"delta_distribution.png",
+                                                                       "training_curve.png"}
+    assert main(["demo", "--small", "-o", str(tmp_path / "d")]) == 1  # never over an earlier demo silently

@@ -12,10 +12,10 @@ import argparse
 import sys
 
 from . import compile as compile_cmd
-from . import corpus, log, plugin, policy, rollouts, train, vocab
+from . import corpus, demo, log, plugin, policy, rollouts, train, vocab
 from ._common import run
 
-GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts, train)
+GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts, train, demo)
 
 EPILOG = """\
 examples:

@@ -78,7 +78,8 @@ class ESTrainer:
         self.theta = flatten(policy)
         self.adam = Adam([self.theta], lr=config.lr)
         self.iteration = 0  # iterations completed
-        self.best: float | None = None
+        self.best: float | None = None  # validation delta (%) of best/policy.npz
+        self.start_validation: float | None = None  # of the starting policy (a fresh run)
 
     # -- checkpoints ----------------------------------------------------------------
     def save_checkpoint(self) -> None:
@@ -192,6 +193,14 @@ class ESTrainer:
         return unflatten(self.template, self.theta)
 
     def run(self, on_iteration: Callable[[dict], None] | None = None) -> MLPPolicy:
+        if self.iteration == 0 and self.best is None and self.validation:
+            # The starting policy is the one to beat: ES keeps it if no iteration does better.
+            work = self.run_dir / "work"
+            work.mkdir(parents=True, exist_ok=True)
+            self.best = self.start_validation = self.validate(self.theta, work)
+            if self.best is not None:
+                self._save_best()
+            shutil.rmtree(work, ignore_errors=True)
         while self.iteration < self.config.iterations:
             m = self.step()
             with open(self.run_dir / "metrics.jsonl", "a") as f:

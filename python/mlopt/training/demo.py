@@ -1,0 +1,148 @@
+"""``mlopt demo``: the whole job on the default corpus, end to end --
+fetch and split the corpus, trace the heuristic, behavioral cloning, ES
+from the BC policy (validated on part of the training split), export and
+compile the best policy, and evaluate it on the held-out split through
+stock clang-19 with the plugin, C and C++ separately and together."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..corpus import PACKAGES, corpus_entries, fetch_corpus, split_corpus
+from ..corpus.split import held_out
+from ..errors import OutputExistsError
+from ..evaluation import clang_text_sizes, evaluate, plot_evaluation, plot_training_curve, summarize, write_csv
+from ..policy import MLPPolicy
+from ..problems import inlining
+from ..rollouts import trace_corpus
+from ..workers import make_pool
+from .bc import train_bc
+from .es import ESConfig, ESTrainer
+from .run_dir import RunDir
+
+SMALL_PACKAGES = ("lz4", "ujson", "marisa-trie")  # one C and two C++ packages: the reduced mode
+
+
+@dataclass
+class DemoConfig:
+    small: bool = False
+    iterations: int = 8
+    perturbations: int = 8
+    modules_per_perturbation: int = 16
+    sigma: float = 0.02
+    lr: float = 0.01
+    bc_epochs: int = 10
+    seed: int = 0
+    workers: int | None = None
+
+    @classmethod
+    def reduced(cls) -> DemoConfig:
+        return cls(small=True, iterations=1, perturbations=2, modules_per_perturbation=4, bc_epochs=5)
+
+
+def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
+             say: Callable[[str], None] = print, quiet: bool = False) -> dict:
+    out = Path(out)
+    if (out / "demo.json").exists() and not force:
+        raise OutputExistsError(str(out / "demo.json"))
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    times = {}
+
+    def stage(name: str) -> None:
+        times[name] = time.perf_counter() - t0
+        say(f"[{times[name]:6.1f} s] {name}")
+
+    packages = list(SMALL_PACKAGES) if config.small else None
+    stage("corpus: fetching and building the default corpus" + (" (reduced)" if config.small else ""))
+    corpus = fetch_corpus(None, packages).output
+    split_corpus(corpus, out / "splits", 0.25, force=True)
+    train_all = corpus_entries(out / "splits" / "train")
+    heldout = corpus_entries(out / "splits" / "heldout")
+    validation = [e for e in train_all if held_out(e.name, 0.2, seed=1)]
+    train = [e for e in train_all if e not in validation] or train_all
+    say(f"         {len(train)} training, {len(validation)} validation, {len(heldout)} held-out modules")
+
+    with make_pool(config.workers) as pool:
+        stage("trace: the heuristic's decisions and sizes")
+        ds = trace_corpus(out / "splits" / "train", pool=pool, quiet=quiet)
+        ds.save(out / "trace.npz", force=True)
+        baseline = {m: int(s) for m, s in zip(ds.modules, ds.text_size)}
+
+        stage("behavioral cloning")
+        bc = train_bc(ds, inlining.PROBLEM, epochs=config.bc_epochs, seed=config.seed)
+        bc_run = RunDir(out / "bc", create=True, force=True)
+        bc_run.save_policy(bc.policy, compile_so=False)
+        say(f"         agreement with the heuristic: {100 * bc.train_agreement:.2f}% (train rows), "
+            + ("n/a" if bc.heldout_agreement is None else f"{100 * bc.heldout_agreement:.2f}% (held-out modules)"))
+
+        stage(f"evolution strategies: {config.iterations} iterations x {config.perturbations} antithetic pairs")
+        es_dir = out / "es"
+        RunDir(es_dir, create=True, force=True)
+        es_cfg = ESConfig(iterations=config.iterations, perturbations=config.perturbations, sigma=config.sigma,
+                          lr=config.lr, modules_per_perturbation=config.modules_per_perturbation, seed=config.seed)
+        trainer = ESTrainer(bc.policy, [e for e in train if e.name in baseline], baseline, es_dir, es_cfg,
+                            validation=[e for e in validation if e.name in baseline], pool=pool)
+
+        def progress(m: dict) -> None:
+            val = m["validation_delta_percent"]
+            say(f"         iteration {m['iteration']}: reward {m['reward']:+.5f}, validation "
+                f"{'n/a' if val is None else f'{val:+.3f}%'}, {m['evaluations_per_s']:.1f} evaluations/s")
+
+        trainer.run(on_iteration=progress)
+        start_val = trainer.start_validation
+        best = es_dir / "best" / "policy.npz"
+        chosen = MLPPolicy.load(best, problem=inlining.PROBLEM) if best.exists() else trainer.current_policy()
+        stage("export and compile the policy")
+        files = RunDir(es_dir).save_policy(chosen)
+
+        stage("evaluation on the held-out split (in process, then stock clang-19 + the plugin)")
+        ev = evaluate(files["policy_so"], out / "splits" / "heldout", pool=pool, quiet=quiet)
+    sizes = clang_text_sizes([e for e in heldout if e.name in {r.module for r in ev.rows}], files["policy_so"],
+                             threads=config.workers)
+    by_name = {r.module: r for r in ev.rows}
+    mismatches = [e.name for e, s in zip([e for e in heldout if e.name in by_name], sizes)
+                  if s != by_name[e.name].policy_text]
+    language = {p.name: p.language for p in PACKAGES}
+    groups = {"C": [r for r in ev.rows if language.get(r.package) == "c"],
+              "C++": [r for r in ev.rows if language.get(r.package) == "c++"], "all": ev.rows}
+    summary = {name: summarize(rows)["total"] for name, rows in groups.items() if rows}
+    write_csv(ev.rows, out / "heldout.csv")
+    plots = []
+    try:
+        plots = [str(p) for p in plot_evaluation(ev.rows, out, "held-out .text delta vs -Oz")]
+        if curve := plot_training_curve(es_dir, out):
+            plots.append(str(curve))
+    except Exception as e:  # plots are optional
+        say(f"         no plots: {e}")
+    stage("done")
+    result = {"config": config.__dict__, "modules": {"train": len(train), "validation": len(validation),
+                                                     "heldout": len(heldout)},
+              "bc": bc.report(), "es": {"iterations": trainer.iteration, "validation_start": start_val,
+                                        "best_validation_delta_percent": trainer.best},
+              "heldout": summary, "per_package": summarize(ev.rows)["packages"],
+              "verify_with_clang": {"modules": len(sizes), "mismatches": mismatches},
+              "failed": ev.failed, "files": {**files, "heldout_csv": str(out / "heldout.csv"), "plots": plots},
+              "seconds": times}
+    (out / "demo.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def format_result(result: dict) -> str:
+    lines = ["", f"{'held-out':<10}{'modules':>8}{'-Oz .text':>12}{'policy .text':>14}{'delta':>10}"
+                 f"{'wins':>6}{'losses':>7}"]
+    for name, t in result["heldout"].items():
+        lines.append(f"{name:<10}{t['modules']:>8}{t['heuristic_text']:>12}{t['policy_text']:>14}"
+                     f"{t['delta_percent']:>+9.2f}%{t['wins']:>6}{t['losses']:>7}")
+    v = result["verify_with_clang"]
+    lines.append(f"stock clang-19 + plugin: {v['modules'] - len(v['mismatches'])}/{v['modules']} modules "
+                 "with the in-process .text size")
+    lines.append(f"policy: {result['files'].get('policy_so')}")
+    lines += [f"plot: {p}" for p in result["files"]["plots"]]
+    lines.append(f"use it: clang-19 -Oz $(mlopt clang-flags --model {result['files'].get('policy_so')}) -c a.c")
+    return "\n".join(lines)
