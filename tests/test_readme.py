@@ -25,7 +25,7 @@ def blocks(section: str) -> list[tuple[str, str]]:
 def test_readme_starts_with_the_two_setup_commands():
     first = re.search(r"^```sh\n(.*?)^```", README, re.S | re.M).group(1).strip().splitlines()
     assert len(first) == 2
-    assert first[0].startswith("bash ci/install.sh && python3 examples/")
+    assert first[0].startswith("bash ci/install.sh && python3 -m mlopt demo")
     assert first[1].startswith("bash ci/install.sh && python3 -m pytest -q tests")
     assert README.index(first[0]) < README.index("## ")
     # the CI entry point runs exactly the README's test command
