@@ -68,11 +68,15 @@ def plot_training_curve(run_dir: str | os.PathLike, out_dir: str | os.PathLike) 
     plt = _pyplot()
     it = [r.get("iteration", i) for i, r in enumerate(records)]
     fig, ax = plt.subplots(figsize=(7, 4))
-    for key, color in (("reward", "#4c72b0"), ("validation_delta_percent", "#c44e52")):
+    series = (("reward", 100.0, "training reward (% smaller than -Oz, sampled modules)", "#4c72b0"),
+              ("validation_delta_percent", 1.0, "validation .text delta vs -Oz (%)", "#c44e52"))
+    for key, scale, label, color in series:
         ys = [r.get(key) for r in records]
         if any(y is not None for y in ys):
-            ax.plot(it, [np.nan if y is None else y for y in ys], label=key, color=color)
+            ax.plot(it, [np.nan if y is None else scale * y for y in ys], label=label, color=color, marker="o")
+    ax.axhline(0, color="black", lw=0.8)
     ax.set_xlabel("iteration")
+    ax.set_ylabel("%")
     ax.legend()
     ax.set_title("training curve")
     fig.tight_layout()
