@@ -192,3 +192,21 @@ def test_demo_reduced_mode_outputs_are_consistent(tmp_path, capsys):
     assert {p.rsplit("/", 1)[1] for p in result["files"]["plots"]} >= {"delta_distribution.png",
                                                                        "training_curve.png"}
     assert main(["demo", "--small", "-o", str(tmp_path / "d")]) == 1  # never over an earlier demo silently
+
+
+def test_policy_check_reports_what_a_policy_would_do_on_logged_sites(sdist_trace, tmp_path, capsys):
+    from mlopt.cli import main
+
+    sdist_trace.save(tmp_path / "trace.npz")
+    never = mlopt.InlinePolicy.constant(0).export(tmp_path / "never")
+    assert main(["policy", "check", str(never), "--log", str(tmp_path / "trace.npz"), "--json"]) == 0
+    out = capsys.readouterr().out
+    report = json.loads(out[out.index("{"):])
+    heuristic = sdist_trace.columns[inlining.DEFAULT_DECISION].reshape(-1)
+    assert report["rows"] == len(heuristic) and report["policy_rates"] == {"0": 1.0, "1": 0.0}
+    assert report["agreement"] == pytest.approx(float(np.mean(heuristic == 0)))
+    buckets = report["per_feature"]["cost_estimate"]
+    assert sum(b["rows"] for b in buckets) == len(heuristic)
+    assert all(b["policy_rate_1"] == 0.0 for b in buckets)
+    assert main(["policy", "check", str(never), "--log", str(tmp_path / "trace.npz")]) == 0
+    assert "agreement" in capsys.readouterr().out

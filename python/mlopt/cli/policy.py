@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from ._common import UsageError, add_command, int_list
+from ._common import UsageError, add_command, int_list, positive_int
 
 
 def cmd_policy_export(args) -> int:
@@ -40,7 +41,34 @@ def cmd_policy_check(args) -> int:
     problem = policy.problem
     print(f"{Path(args.model)}: {policy.kind} policy for {problem.name}; {len(problem.features)} features "
           f"bound; decision {problem.decision.name}; extra outputs: {extras}")
+    if not args.log:
+        return 0
+    from ..policy.report import decision_report, format_decision_report
+
+    report = decision_report(policy, _rows(args.log, problem), buckets=args.buckets)
+    print(json.dumps(report, indent=2) if args.json else format_decision_report(report, top=args.top))
     return 0
+
+
+def _rows(paths: list[str], problem) -> dict:
+    """Feature and default-decision columns of training logs or trace datasets."""
+    import numpy as np
+
+    from ..log import read_log
+
+    names = [*problem.feature_names] + ([problem.default_decision.name] if problem.default_decision else [])
+    parts: dict[str, list] = {n: [] for n in names}
+    for p in paths:
+        if p.endswith(".npz"):
+            from ..rollouts import TraceDataset
+
+            cols = TraceDataset.load(p).columns
+        else:
+            cols = read_log(p)
+        for n in names:
+            if n in cols:
+                parts[n].append(np.asarray(cols[n]))
+    return {n: np.concatenate(v) for n, v in parts.items() if v}
 
 
 def register(sub) -> None:
@@ -78,8 +106,14 @@ def register(sub) -> None:
     comp.add_argument("--keep-source", action="store_true", help="also write the generated C++ next to it")
     comp.set_defaults(func=cmd_policy_compile)
 
-    check = add_command(policy_sub, "check", "load a policy as the plugin would and report",
-                        ["mlopt policy check model/"])
+    check = add_command(policy_sub, "check", "load a policy as the plugin would and report what it decides",
+                        ["mlopt policy check model/",
+                         "mlopt policy check runs/es/policy.so --log trace.npz   # or training logs"])
     check.add_argument("model", help=".tflite file, model directory or compiled .so")
     check.add_argument("--problem", choices=names(), default=DEFAULT, help=f"whose features (default {DEFAULT})")
+    check.add_argument("--log", action="append", metavar="FILE",
+                       help="training log or trace dataset (.npz) to run the policy on (repeatable)")
+    check.add_argument("--buckets", type=positive_int, default=4, help="quantile buckets per feature (4)")
+    check.add_argument("--top", type=positive_int, default=8, help="features shown, least agreement first (8)")
+    check.add_argument("--json", action="store_true")
     check.set_defaults(func=cmd_policy_check)
