@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from ._common import UsageError, add_command, positive_int
+from ._common import UsageError, add_command, fraction, positive_int
 
 
 def _progress(quiet: bool):
@@ -101,18 +101,6 @@ def cmd_split(args) -> int:
     return 0
 
 
-def _fraction(text: str) -> float:
-    import argparse
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < v < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {v}")
-    return v
-
-
 def register(sub) -> None:
     corpus = sub.add_parser("corpus", help="make corpora (mlgo-utils layout): extract, make, fetch, split",
                             description="Corpora in the layout of LLVM's mlgo-utils (extract_ir).")
@@ -144,7 +132,7 @@ def register(sub) -> None:
                      ["mlopt corpus split $(mlopt corpus fetch) splits/ --heldout 0.25"])
     sp.add_argument("corpus")
     sp.add_argument("output", help="directory for train/ and heldout/")
-    sp.add_argument("--heldout", type=_fraction, default=0.2, metavar="F", help="held-out fraction (0.2)")
+    sp.add_argument("--heldout", type=fraction, default=0.2, metavar="F", help="held-out fraction (0.2)")
     sp.add_argument("--seed", type=int, default=0)
 
     for p, func in ((ex, cmd_extract), (mk, cmd_make), (fe, cmd_fetch), (sp, cmd_split)):

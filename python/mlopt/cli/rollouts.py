@@ -9,25 +9,13 @@ import sys
 from pathlib import Path
 
 from ..errors import OutputExistsError
-from ._common import add_command, positive_int
-
-
-def _positive_float(text: str) -> float:
-    import argparse
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {v}")
-    return v
+from ._common import add_command, positive_float, positive_int
 
 
 def _pool_options(p) -> None:
     p.add_argument("--workers", type=positive_int, metavar="N", help="worker processes (default: CPUs)")
     p.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: auto, an address, or local")
-    p.add_argument("--timeout", type=_positive_float, metavar="S", default=600.0,
+    p.add_argument("--timeout", type=positive_float, metavar="S", default=600.0,
                    help="seconds one module may take before it is reported (600)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
@@ -57,12 +45,12 @@ def cmd_trace(args) -> int:
 def cmd_eval(args) -> int:
     from ..evaluation import (
         call_site_report,
-        clang_text_sizes,
-        evaluate,
+                evaluate,
         format_summary,
         plot_evaluation,
         plot_training_curve,
-        write_csv,
+        verify_with_clang,
+    write_csv,
     )
 
     policy, run_dir = Path(args.policy), None
@@ -89,13 +77,8 @@ def cmd_eval(args) -> int:
     if args.verify_with_clang:
         from ..corpus import corpus_entries
 
-        entries = {e.name: e for e in corpus_entries(args.corpus)}
-        rows = list(ev.rows)
-        sizes = clang_text_sizes([entries[r.module] for r in rows], os.fspath(Path(policy).resolve()),
-                                 threads=args.workers)
-        mismatches = [(r.module, r.policy_text, s) for r, s in zip(rows, sizes) if s != r.policy_text]
-        summary["verify_with_clang"] = {"modules": len(rows), "mismatches": [
-            {"module": m, "in_process": a, "clang": b} for m, a, b in mismatches]}
+        summary["verify_with_clang"] = verify_with_clang(ev.rows, corpus_entries(args.corpus),
+                                                         os.fspath(Path(policy).resolve()), threads=args.workers)
     summary["files"] = files
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if args.json:

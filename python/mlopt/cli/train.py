@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ._common import add_command, int_list, positive_int
+from ._common import add_command, fraction, int_list, positive_float, positive_int
 
 
 def cmd_train_bc(args) -> int:
@@ -114,9 +114,9 @@ def register(sub) -> None:
     bc.add_argument("--hidden", type=int_list, default=(64, 64), metavar="64,64")
     bc.add_argument("--epochs", type=positive_int, default=10)
     bc.add_argument("--batch-size", type=positive_int, default=512)
-    bc.add_argument("--lr", type=float, default=3e-3)
+    bc.add_argument("--lr", type=positive_float, default=3e-3)
     bc.add_argument("--buckets", type=positive_int, default=1000, help="vocab quantiles per feature")
-    bc.add_argument("--heldout", type=float, default=0.2, metavar="F",
+    bc.add_argument("--heldout", type=fraction, default=0.2, metavar="F",
                     help="fraction of modules held out to measure agreement (0.2)")
     bc.add_argument("--seed", type=int, default=0)
     bc.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
@@ -135,14 +135,14 @@ def register(sub) -> None:
     es.add_argument("--problem", default="inlining")
     es.add_argument("--iterations", type=positive_int, default=10)
     es.add_argument("--perturbations", type=positive_int, default=8, help="antithetic pairs per iteration (8)")
-    es.add_argument("--sigma", type=float, default=0.02)
-    es.add_argument("--lr", type=float, default=0.01)
+    es.add_argument("--sigma", type=positive_float, default=0.02)
+    es.add_argument("--lr", type=positive_float, default=0.01)
     es.add_argument("--modules", type=positive_int, default=16, help="modules per perturbation (16)")
     es.add_argument("--seed", type=int, default=0)
     es.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
     es.add_argument("--workers", type=positive_int, metavar="N")
     es.add_argument("--ray", metavar="ADDRESS")
-    es.add_argument("--timeout", type=float, default=600.0, metavar="S")
+    es.add_argument("--timeout", type=positive_float, default=600.0, metavar="S")
     es.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
     es.add_argument("--force", action="store_true", help="replace an existing run directory's files")
     es.add_argument("--quiet", action="store_true")

@@ -206,7 +206,8 @@ def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLik
     return results  # type: ignore[return-value]
 
 
-def largest_first(modules: Sequence[Module]) -> list[int]:
-    """Indices of ``modules`` by decreasing bitcode size (ties: input order)."""
+def largest_first(modules: Sequence) -> list[int]:
+    """Indices of ``modules`` (anything with a ``size`` in bytes of bitcode:
+    modules, corpus entries) by decreasing size (ties: input order)."""
     sizes = [m.size for m in modules]
     return sorted(range(len(modules)), key=lambda i: (-sizes[i], i))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorpusError
+from .description import read_description
 from .extract import ExtractReport, extract_corpus, objects_from_compile_commands
 
 CORPUS_VERSION = "v1"  # bump when packages or flags change: cached corpora are keyed by it
@@ -166,8 +167,7 @@ def fetch_corpus(output: str | os.PathLike | None = None, packages: Sequence[str
     out = Path(output) if output is not None else cache / f"corpus-{label}"
     build = cache / f"build-{label}"
     if output is None and (out / "corpus_description.json").exists() and not force:
-        report = ExtractReport(out, json.loads((out / "corpus_description.json").read_text())["modules"])
-        return report
+        return ExtractReport(out, read_description(out)["modules"])
     shutil.rmtree(build, ignore_errors=True)
     build.mkdir(parents=True)
     entries = compile_commands(selected, cache, build)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..corpus import corpus_entries
+from ..errors import CorpusError
 from ..problems import inlining, load_policy
 from ..rollouts import RolloutTask, failures_of, run_rollout, run_rollouts, trace_corpus
 from .report import ModuleResult, summarize
@@ -53,8 +54,6 @@ def call_site_report(policy: str | os.PathLike | None, corpus: str | os.PathLike
     policy's. Written as CSV; returns counts."""
     entries = {e.name: e for e in corpus_entries(corpus)}
     if module not in entries:
-        from ..errors import CorpusError
-
         raise CorpusError(f"{corpus}: no module {module!r}")
     r = run_rollout(RolloutTask(entries[module], os.fspath(policy) if policy else None, call_sites=True))
     with open(path, "w", newline="", encoding="utf-8", errors="surrogateescape") as f:

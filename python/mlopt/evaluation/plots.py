@@ -25,6 +25,13 @@ def _pyplot():
     return plt
 
 
+def _save(plt, fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_evaluation(rows: list[ModuleResult], out_dir: str | os.PathLike, title: str = "") -> list[Path]:
     plt = _pyplot()
     out = Path(out_dir)
@@ -37,10 +44,7 @@ def plot_evaluation(rows: list[ModuleResult], out_dir: str | os.PathLike, title:
     ax.set_xlabel(".text delta vs heuristic (%)  [negative = smaller]")
     ax.set_ylabel("modules")
     ax.set_title(title or "per-module .text delta")
-    fig.tight_layout()
-    paths.append(out / "delta_distribution.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(_save(plt, fig, out / "delta_distribution.png"))
 
     order = np.argsort([r.delta for r in rows], kind="stable")
     cumulative = np.cumsum([rows[i].delta for i in order])
@@ -50,10 +54,7 @@ def plot_evaluation(rows: list[ModuleResult], out_dir: str | os.PathLike, title:
     ax.set_xlabel("modules, largest size win first")
     ax.set_ylabel("cumulative .text delta (bytes)")
     ax.set_title(title or "cumulative .text delta")
-    fig.tight_layout()
-    paths.append(out / "cumulative_delta.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(_save(plt, fig, out / "cumulative_delta.png"))
     return paths
 
 
@@ -79,8 +80,4 @@ def plot_training_curve(run_dir: str | os.PathLike, out_dir: str | os.PathLike) 
     ax.set_ylabel("%")
     ax.legend()
     ax.set_title("training curve")
-    fig.tight_layout()
-    path = Path(out_dir) / "training_curve.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, Path(out_dir) / "training_curve.png")

@@ -69,3 +69,14 @@ def clang_text_sizes(entries: list[CorpusEntry], policy: str | None, *, threads:
 
         with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as ex:
             return list(ex.map(one, range(len(entries))))
+
+
+def verify_with_clang(rows, entries: list[CorpusEntry], policy: str, *, threads: int | None = None) -> dict:
+    """Recompiles the evaluated modules (``rows``: :class:`ModuleResult`)
+    with stock clang-19 + the plugin; ``{"modules", "mismatches"}`` where a
+    mismatch names the module and both sizes."""
+    by_name = {e.name: e for e in entries}
+    sizes = clang_text_sizes([by_name[r.module] for r in rows], policy, threads=threads)
+    return {"modules": len(rows), "mismatches": [
+        {"module": r.module, "in_process": r.policy_text, "clang": s} for r, s in zip(rows, sizes)
+        if s != r.policy_text]}

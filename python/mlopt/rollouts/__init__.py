@@ -3,9 +3,9 @@ heuristic or a policy -- traces (the heuristic's logs and sizes as one
 dataset) and the per-module results evaluation and training build on."""
 
 from .dataset import TraceDataset
-from .runner import failures_of, largest_first, run_rollouts
+from .runner import failures_of, run_rollouts
 from .tasks import Rollout, RolloutTask, run_rollout
 from .trace import module_key, trace_corpus
 
-__all__ = ["Rollout", "RolloutTask", "TraceDataset", "failures_of", "largest_first",
+__all__ = ["Rollout", "RolloutTask", "TraceDataset", "failures_of",
            "module_key", "run_rollout", "run_rollouts", "trace_corpus"]

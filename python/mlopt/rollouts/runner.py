@@ -3,16 +3,9 @@ progress; failed modules are reported, never dropped silently."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from ..corpus import CorpusEntry
+from ..compiler import largest_first
 from ..workers import Progress, TaskResult, make_pool
 from .tasks import RolloutTask, run_rollout
-
-
-def largest_first(entries: Sequence[CorpusEntry]) -> list[int]:
-    sizes = [e.size for e in entries]
-    return sorted(range(len(entries)), key=lambda i: (-sizes[i], i))
 
 
 def run_rollouts(tasks: list[RolloutTask], *, pool=None, workers: int | None = None, ray: str | None = None,

@@ -6,7 +6,6 @@ mlopt version), so a second trace of the same corpus compiles nothing."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,6 +102,3 @@ def summary(ds: TraceDataset) -> dict:
     return {"modules": len(ds.modules), "rows": len(ds), "text_size": int(ds.text_size.sum()),
             "cached": ds.meta.get("cached", 0), "failed": [{"module": m, "reason": r} for m, r in ds.meta["failed"]]}
 
-
-def dumps(ds: TraceDataset) -> str:
-    return json.dumps(summary(ds), indent=2)

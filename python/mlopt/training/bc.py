@@ -17,7 +17,7 @@ from ..errors import MloptError
 from ..policy import MLPPolicy, Vocab
 from ..policy.batching import feature_matrix
 from ..rollouts import TraceDataset
-from .mlp_train import fit
+from .mlp_train import fit, forward
 
 
 @dataclass
@@ -81,14 +81,10 @@ def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epo
                  seed=seed, on_epoch=on_epoch)
     policy = MLPPolicy(vocab, layers, problem=problem)
 
-    def agreement(idx: np.ndarray) -> float:
+    def agreement(idx: np.ndarray) -> float | None:
         if len(idx) == 0:
             return None
-        logits = x_all[idx]
-        for i, (w, b) in enumerate(policy.layers):
-            logits = logits @ w.T + b
-            if i + 1 < len(policy.layers):
-                logits = np.maximum(logits, 0)
+        logits, _ = forward(policy.layers, x_all[idx])
         return float((np.argmax(logits, axis=1) == labels[idx]).mean())
 
     return BCResult(policy, agreement(train_idx), agreement(test_idx), len(train_idx), len(test_idx), losses)

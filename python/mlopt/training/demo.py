@@ -16,7 +16,7 @@ from pathlib import Path
 from ..corpus import PACKAGES, corpus_entries, fetch_corpus, split_corpus
 from ..corpus.split import held_out
 from ..errors import OutputExistsError
-from ..evaluation import clang_text_sizes, evaluate, plot_evaluation, plot_training_curve, summarize, write_csv
+from ..evaluation import evaluate, plot_evaluation, plot_training_curve, summarize, verify_with_clang, write_csv
 from ..policy import MLPPolicy
 from ..problems import inlining
 from ..rollouts import trace_corpus
@@ -103,11 +103,7 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
 
         stage("evaluation on the held-out split (in process, then stock clang-19 + the plugin)")
         ev = evaluate(files["policy_so"], out / "splits" / "heldout", pool=pool, quiet=quiet)
-    sizes = clang_text_sizes([e for e in heldout if e.name in {r.module for r in ev.rows}], files["policy_so"],
-                             threads=config.workers)
-    by_name = {r.module: r for r in ev.rows}
-    mismatches = [e.name for e, s in zip([e for e in heldout if e.name in by_name], sizes)
-                  if s != by_name[e.name].policy_text]
+    verified = verify_with_clang(ev.rows, heldout, files["policy_so"], threads=config.workers)
     language = {p.name: p.language for p in PACKAGES}
     groups = {"C": [r for r in ev.rows if language.get(r.package) == "c"],
               "C++": [r for r in ev.rows if language.get(r.package) == "c++"], "all": ev.rows}
@@ -126,7 +122,7 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
               "bc": bc.report(), "es": {"iterations": trainer.iteration, "validation_start": start_val,
                                         "best_validation_delta_percent": trainer.best},
               "heldout": summary, "per_package": summarize(ev.rows)["packages"],
-              "verify_with_clang": {"modules": len(sizes), "mismatches": mismatches},
+              "verify_with_clang": verified,
               "failed": ev.failed, "files": {**files, "heldout_csv": str(out / "heldout.csv"), "plots": plots},
               "seconds": times}
     (out / "demo.json").write_text(json.dumps(result, indent=2) + "\n")
