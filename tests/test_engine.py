@@ -358,3 +358,37 @@ def test_text_size_cache_gives_uncached_sizes_on_every_module(modules, tflite_po
     assert cache.hits == hits + len(policies) * len(modules)
     with pytest.raises(TypeError):
         mlopt.compile(modules[0], cache=object())
+
+
+def test_forced_decisions_override_the_policy_then_hand_back(modules, heuristic_results, tflite_policy, llvm_tools,
+                                                            tmp_path):
+    """Forcing a compile to the heuristic's own decisions reproduces its
+    object byte for byte; forcing a prefix with one decision flipped makes
+    exactly those decisions, then the policy decides the rest (its answers
+    on the logged features); forcing all the decisions a compile made
+    reproduces its object (a searched trajectory is a reproducible artifact)."""
+    policy, model = tflite_policy
+    loaded = mlopt.load_policy(model)
+    changed = 0
+    for m, h in zip(modules[:12], heuristic_results[:12]):
+        same = mlopt.compile(m, forced_decisions=h.decisions, keep_object=True)
+        assert same.object == h.object and np.array_equal(same.decisions, h.decisions)
+        if len(h.decisions) < 3:
+            continue
+        k = len(h.decisions) // 2
+        forced = h.decisions[:k + 1].copy()
+        forced[k] ^= 1
+        flipped = mlopt.compile(m, loaded, forced_decisions="".join(map(str, forced)), keep_object=True)
+        assert np.array_equal(flipped.decisions[:k + 1], forced), m.name
+        free = mlopt.compile(m, loaded)  # the policy's own answers after the prefix: at the same sites when
+        tail = flipped.decisions[k + 1:]  # the log's features match
+        rows = {f: flipped.log[f][k + 1:] for f in inliner.FEATURES}
+        assert np.array_equal(tail, policy.decide(rows)), m.name
+        replay = mlopt.compile(m, forced_decisions=flipped.decisions, keep_object=True)
+        assert replay.object == flipped.object
+        changed += flipped.text_size != h.text_size or not np.array_equal(free.decisions, flipped.decisions)
+    assert changed > 0
+    with pytest.raises(ValueError, match="'0' and '1'"):
+        mlopt.compile(modules[0], forced_decisions="01x")
+    with pytest.raises(ValueError, match="0/1"):
+        mlopt.compile(modules[0], forced_decisions=[0, 2])

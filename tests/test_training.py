@@ -210,3 +210,74 @@ def test_policy_check_reports_what_a_policy_would_do_on_logged_sites(sdist_trace
     assert all(b["policy_rate_1"] == 0.0 for b in buckets)
     assert main(["policy", "check", str(never), "--log", str(tmp_path / "trace.npz")]) == 0
     assert "agreement" in capsys.readouterr().out
+
+
+def _search(es_setup, trace, tmp_path, pool, name):
+    from mlopt.training.local_search import SearchConfig, search_and_imitate
+    from mlopt.training.validation import total_delta_percent
+
+    policy, entries, baseline = es_setup
+    run = tmp_path / name
+    run.mkdir()
+    cfg = SearchConfig(evaluations_per_module=6, batch=3, flip_weights=(1.0, 8.0), epochs=2)
+    chosen, report = search_and_imitate(
+        policy, trace, entries[:5], run, cfg, pool=pool,
+        validate=lambda p: total_delta_percent(p, entries[5:], baseline, run / "work", pool=pool))
+    return chosen, report, run
+
+
+def test_trajectory_search_finds_replayable_smaller_code_identically_on_any_pool(es_setup, mini_corpus, tmp_path):
+    """Every module's best trajectory is no larger than the heuristic's code,
+    replays to exactly the size and decisions the search recorded, and the
+    whole trainer -- trajectories, choice, policy bytes -- is the same on one
+    local worker and on two Ray workers."""
+    from mlopt.workers import make_pool
+
+    trace = trace_corpus(mini_corpus, use_cache=False, workers=2, quiet=True)
+    with make_pool(1) as pool:
+        one, report, run = _search(es_setup, trace, tmp_path, pool, "local1")
+    with make_pool(2, ray="local") as pool:
+        two, report2, run2 = _search(es_setup, trace, tmp_path, pool, "ray2")
+    assert one.to_tflite() == two.to_tflite()
+    assert {k: v for k, v in report.items() if k != "search_seconds"} == \
+        {k: v for k, v in report2.items() if k != "search_seconds"}
+    assert (run / "trajectories.npz").read_bytes() == (run2 / "trajectories.npz").read_bytes()
+    searched = json.loads((run / "search.json").read_text())
+    _, entries, baseline = es_setup
+    assert [r["module"] for r in searched] == [e.name for e in entries[:5]]
+    assert all(r["best_text"] <= r["heuristic_text"] == baseline[r["module"]] for r in searched)
+    assert all(r["evaluations"] <= 6 for r in searched)
+    assert report["improved_modules"] == sum(r["best_text"] < r["heuristic_text"] for r in searched) > 0
+    best = TraceDataset.load(run / "trajectories.npz")
+    for r, e in zip(searched, entries[:5]):  # each trajectory, forced, gives its recorded size and decisions
+        i = best.module_index()[r["module"]]
+        decided = best.columns[inlining.DECISION][best.rows_of(i)].reshape(-1)
+        again = mlopt.compile(e.load(), forced_decisions=decided)
+        assert again.text_size == r["best_text"] == best.text_size[i]
+        assert np.array_equal(again.decisions, decided)
+        assert (r["best_text"] < r["heuristic_text"]) == bool(r["flips"])
+    assert report["chosen"] in report["validation"] and set(report["validation"]) == {"start", "flip_weight=1",
+                                                                                    "flip_weight=8"}
+    assert report["validation"][report["chosen"]] == min(report["validation"].values())
+
+
+def test_cli_train_search_ships_a_policy(mini_corpus, tmp_path, capsys):
+    from mlopt.cli import main
+
+    ds = trace_corpus(mini_corpus, use_cache=False, workers=1, quiet=True)
+    ds.save(tmp_path / "trace.npz")
+    assert main(["train", "bc", str(tmp_path / "trace.npz"), "-o", str(tmp_path / "bc"), "--epochs", "3",
+                 "--hidden", "8", "--no-compile", "--quiet"]) == 0
+    capsys.readouterr()
+    args = ["train", "search", str(mini_corpus), "--init", str(tmp_path / "bc"), "-o", str(tmp_path / "s"),
+            "--validation", str(mini_corpus), "--evaluations", "4", "--flip-weights", "2", "--workers", "2",
+            "--quiet", "--json"]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["evaluations"] <= 4 * len(ds.modules) and report["chosen"] in ("start", "flip_weight=2")
+    assert [json.loads(line)["round"] for line in (tmp_path / "s" / "metrics.jsonl").read_text().splitlines()] \
+        == list(range(1, report["rounds"] + 1))
+    policy = mlopt.load_policy(report["files"]["policy_so"])
+    assert len(mlopt.compile(mlopt.load_corpus(mini_corpus)[0], policy).decisions) > 0
+    assert main(args) == 1  # no silent overwrite
+    assert main([*args[:-4], "--flip-weights", "0"]) == 2  # usage error

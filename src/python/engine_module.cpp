@@ -85,7 +85,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                         const std::string &TargetTriple, const std::string &RelocModel,
                         int LoopVectorize, int SLPVectorize, bool KeepObject, bool CallSites,
                         TextSizeCache *Cache, std::shared_ptr<PolicyModelPool> Pool,
-                        nb::object Callable) {
+                        nb::object Callable, const std::string &Forced) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -96,6 +96,9 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   Options.RecordCallSites = CallSites;
   Options.Cache = Cache;
   Options.KeepObject = KeepObject;
+  if (Forced.find_first_not_of("01") != std::string::npos)
+    throw nb::value_error("forced decisions must be a string of '0' and '1'");
+  Options.ForcedDecisions = Forced;
 
   CallbackState Callback;
   Callback.Callable = Callable;
@@ -196,7 +199,7 @@ NB_MODULE(_engine, m) {
 
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a, "target_triple"_a,
         "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "call_sites"_a,
-        "cache"_a.none(), "policy"_a.none(), "callable"_a.none());
+        "cache"_a.none(), "policy"_a.none(), "callable"_a.none(), "forced"_a = "");
 
   m.def(
       "function_properties",

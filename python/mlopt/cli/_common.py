@@ -67,6 +67,18 @@ def int_list(text: str) -> tuple[int, ...]:
     return values
 
 
+def float_list(text: str) -> tuple[float, ...]:
+    """``1,4,16`` -> (1.0, 4.0, 16.0); every entry a positive number."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers like 1,4,16, got {text!r}") from None
+    if not values or any(not v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"numbers must be positive, got {text!r}")
+    return values
+
+
 def error_line(e: BaseException) -> str:
     """The one-line message for an error the user can act on."""
     if isinstance(e, OutputExistsError):

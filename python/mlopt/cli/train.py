@@ -1,11 +1,11 @@
-"""``mlopt train bc``: train a policy and write a run directory."""
+"""``mlopt train bc|es|search``: train a policy and write a run directory."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from ._common import add_command, fraction, int_list, positive_float, positive_int
+from ._common import add_command, float_list, fraction, int_list, positive_float, positive_int
 
 
 def cmd_train_bc(args) -> int:
@@ -51,17 +51,13 @@ def cmd_train_es(args) -> int:
     from ..corpus import corpus_entries
     from ..policy import MLPPolicy
     from ..problems import get
-    from ..rollouts import trace_corpus
     from ..training import ESConfig, ESTrainer
     from ..training.run_dir import RunDir
     from ..workers import Progress, make_pool
     from ._common import UsageError
 
     problem = get(args.problem)
-    init = Path(args.init)
-    if init.is_dir():
-        init = init / "policy.npz"
-    policy = MLPPolicy.load(init, problem=problem)
+    init, policy = _load_init(args, problem)
     out = Path(args.output)
     if args.resume and not (out / "checkpoint.npz").exists():
         raise UsageError(f"{out}: nothing to resume (no checkpoint.npz)")
@@ -74,10 +70,7 @@ def cmd_train_es(args) -> int:
     with make_pool(args.workers, ray=args.ray, timeout=args.timeout) as pool:
         train = corpus_entries(args.corpus)
         validation = corpus_entries(args.validation) if args.validation else []
-        baseline = {}
-        for corpus in [args.corpus] + ([args.validation] if args.validation else []):
-            ds = trace_corpus(corpus, pool=pool, quiet=args.quiet)
-            baseline.update({m: int(s) for m, s in zip(ds.modules, ds.text_size)})
+        baseline, _ = _baselines([args.corpus] + ([args.validation] if args.validation else []), pool, args.quiet)
         trainer = ESTrainer(policy, [e for e in train if e.name in baseline], baseline, out, cfg,
                             validation=[e for e in validation if e.name in baseline], pool=pool)
         trainer.resume()
@@ -102,8 +95,73 @@ def cmd_train_es(args) -> int:
     return 0
 
 
+def _baselines(corpora: list[str], pool, quiet: bool) -> tuple[dict[str, int], list]:
+    """Heuristic .text sizes of every module of the corpora, and their traces."""
+    from ..rollouts import trace_corpus
+
+    baseline, traces = {}, []
+    for corpus in corpora:
+        ds = trace_corpus(corpus, pool=pool, quiet=quiet)
+        baseline.update({m: int(s) for m, s in zip(ds.modules, ds.text_size)})
+        traces.append(ds)
+    return baseline, traces
+
+
+def _load_init(args, problem):
+    from pathlib import Path
+
+    from ..policy import MLPPolicy
+
+    init = Path(args.init)
+    if init.is_dir():
+        init = init / "policy.npz"
+    return init, MLPPolicy.load(init, problem=problem)
+
+
+def cmd_train_search(args) -> int:
+    from pathlib import Path
+
+    from ..corpus import corpus_entries
+    from ..problems import get
+    from ..training.local_search import SearchConfig, search_and_imitate
+    from ..training.run_dir import RunDir
+    from ..training.validation import total_delta_percent
+    from ..workers import make_pool
+
+    problem = get(args.problem)
+    init, policy = _load_init(args, problem)
+    out = Path(args.output)
+    run = RunDir(out, create=True, force=args.force)
+    cfg = SearchConfig(evaluations_per_module=args.evaluations, batch=args.batch, max_decisions=args.max_decisions,
+                       flip_weights=tuple(args.flip_weights), epochs=args.epochs, lr=args.lr, seed=args.seed)
+    run.write_config({"kind": "search", "corpus": args.corpus, "validation": args.validation, "init": str(init),
+                      "problem": problem.name, **cfg.__dict__})
+    say = (lambda s: None) if args.quiet else (lambda s: print(s.strip(), file=sys.stderr, flush=True))
+    with make_pool(args.workers, ray=args.ray, timeout=args.timeout) as pool:
+        train = corpus_entries(args.corpus)
+        validation = corpus_entries(args.validation) if args.validation else []
+        baseline, traces = _baselines([args.corpus] + ([args.validation] if args.validation else []), pool,
+                                      args.quiet)
+        validation = [e for e in validation if e.name in baseline]
+        chosen, report = search_and_imitate(
+            policy, traces[0], [e for e in train if e.name in baseline], out, cfg, pool=pool, say=say,
+            validate=lambda p: total_delta_percent(p, validation, baseline, out / "work", pool=pool))
+    files = run.save_policy(chosen, compile_so=not args.no_compile)
+    report["files"] = files
+    (out / "search_report.json").write_text(json.dumps(report, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        val = report["validation"].get(report["chosen"])
+        print(f"{out}: search saved {-report['train_delta_percent']:.3f}% of the training modules' .text in "
+              f"{report['evaluations']} evaluations; chose {report['chosen']} (validation "
+              f"{'n/a' if val is None else f'{val:+.3f}%'}); policy: {files.get('policy_so', files['model'])}")
+    return 0
+
+
 def register(sub) -> None:
-    train = sub.add_parser("train", help="train policies: bc (imitate the heuristic), es (evolution strategies)",
+    train = sub.add_parser("train", help="train policies: bc (imitate the heuristic), es (evolution strategies), "
+                           "search (imitate searched trajectories)",
                            description="Train policies; each run writes a run directory.")
     tsub = train.add_subparsers(dest="train_command", metavar="COMMAND", required=True)
     bc = add_command(tsub, "bc", "behavioral cloning: a policy that imitates the heuristic from a trace",
@@ -148,3 +206,30 @@ def register(sub) -> None:
     es.add_argument("--quiet", action="store_true")
     es.add_argument("--json", action="store_true")
     es.set_defaults(func=cmd_train_es)
+
+    se = add_command(tsub, "search", "search each module's decisions for smaller code, then imitate the best",
+                     ["mlopt train search splits/train --init runs/bc --validation splits/val -o runs/search",
+                      "mlopt train search splits/train --init runs/bc -o runs/search --evaluations 96"])
+    se.add_argument("corpus", help="training corpus")
+    se.add_argument("--init", required=True, metavar="RUN|NPZ",
+                    help="starting policy (a run directory or policy.npz); orders the search and is trained further")
+    se.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
+    se.add_argument("--validation", metavar="CORPUS", help="corpus to choose the imitation on")
+    se.add_argument("--problem", default="inlining")
+    se.add_argument("--evaluations", type=positive_int, default=48, metavar="N", help="compiles per module (48)")
+    se.add_argument("--batch", type=positive_int, default=8, help="moves per module per round (8)")
+    se.add_argument("--max-decisions", type=positive_int, default=3000, metavar="N",
+                    help="modules with more decisions are not searched (3000)")
+    se.add_argument("--flip-weights", type=float_list, default=(1.0, 4.0, 16.0), metavar="1,4,16",
+                    help="imitation weights of changed decisions tried (the best on validation is kept)")
+    se.add_argument("--epochs", type=positive_int, default=4)
+    se.add_argument("--lr", type=positive_float, default=1e-3)
+    se.add_argument("--seed", type=int, default=0)
+    se.add_argument("--workers", type=positive_int, metavar="N")
+    se.add_argument("--ray", metavar="ADDRESS")
+    se.add_argument("--timeout", type=positive_float, default=600.0, metavar="S")
+    se.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
+    se.add_argument("--force", action="store_true", help="replace an existing run directory's files")
+    se.add_argument("--quiet", action="store_true")
+    se.add_argument("--json", action="store_true")
+    se.set_defaults(func=cmd_train_search)

@@ -130,8 +130,24 @@ def _codegen_level(module: Module, pipeline: str) -> int:
     return 2  # llc's default
 
 
+def _forced(decisions) -> str:
+    if decisions is None:
+        return ""
+    if isinstance(decisions, str):
+        s = decisions
+    else:
+        a = np.asarray(decisions).reshape(-1)
+        if a.size and (a.dtype.kind not in "biu" or a.min() < 0 or a.max() > 1):
+            raise ValueError("forced_decisions must be 0/1 values")
+        s = "".join("1" if v else "0" for v in a.tolist())
+    if s.strip("01"):
+        raise ValueError(f"forced_decisions must be a string of '0' and '1', not {s[:20]!r}")
+    return s
+
+
 def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
-             keep_object: bool, call_sites: bool = False, cache: TextSizeCache | None = None) -> CompileResult:
+             keep_object: bool, call_sites: bool = False, cache: TextSizeCache | None = None,
+             forced: str = "") -> CompileResult:
     if cache is not None and not isinstance(cache, TextSizeCache):
         raise TypeError(f"cache must be a TextSizeCache, not {type(cache).__name__}")
     pipeline = pipeline or module.default_pipeline()
@@ -139,7 +155,7 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
     tri = lambda flag: -1 if flag is None else int(flag)  # noqa: E731
     raw = engine().compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
                            tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, call_sites,
-                           cache._cache if cache is not None else None, pool, callback)
+                           cache._cache if cache is not None else None, pool, callback, forced)
     log_bytes = raw["log"]
     parsed = read_log(log_bytes) if log_bytes else None
     if parsed is not None:
@@ -155,7 +171,8 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
 
 def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeline: str | None = None,
             log: bool = True, *, codegen: bool = True, keep_object: bool = False,
-            call_sites: bool = False, cache: TextSizeCache | None = None) -> CompileResult:
+            call_sites: bool = False, cache: TextSizeCache | None = None,
+            forced_decisions: str | Sequence[int] | None = None) -> CompileResult:
     """Optimize ``module`` with ``pipeline`` (default ``default<Oz>``, or the
     corpus element's level) with ``policy`` deciding inlining, then generate
     object code in memory at the level clang would use for it.
@@ -171,9 +188,15 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     ``cache``: a :class:`TextSizeCache`; a compile whose module, options and
     inlining decisions it has seen skips code generation and takes the
     recorded ``.text`` size (``result.cache_hit``; no object).
+
+    ``forced_decisions``: 0/1 per decision (a sequence or a ``"0110"``
+    string): the inliner's first ``len(forced_decisions)`` decisions are
+    these, whatever the policy answers; the policy decides the rest (local
+    search over decision sequences). ``result.decisions`` is what was done.
     """
     pool, callback = _resolve_policy(policy)
-    return _compile(_as_module(module), pool, callback, pipeline, log, codegen, keep_object, call_sites, cache)
+    return _compile(_as_module(module), pool, callback, pipeline, log, codegen, keep_object, call_sites, cache,
+                    _forced(forced_decisions))
 
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import MloptError, OutputExistsError
+from ..log import read_log
 
 FORMAT = "mlopt-trace-v1"
 
@@ -38,6 +40,23 @@ class TraceDataset:
 
     def module_index(self) -> dict[str, int]:
         return {m: i for i, m in enumerate(self.modules)}
+
+    @classmethod
+    def from_logs(cls, modules: Sequence[str], text_sizes: Sequence[int], logs: Sequence[bytes],
+                  meta: dict | None = None) -> TraceDataset:
+        """One dataset from each module's training log (``b""``: a module
+        whose pipeline asked no decision)."""
+        offsets, parts = [0], {}
+        for log_bytes in logs:
+            rows = 0
+            if log_bytes:
+                log = read_log(log_bytes)
+                for k in log.feature_names:
+                    parts.setdefault(k, []).append(log[k])
+                rows = len(log)
+            offsets.append(offsets[-1] + rows)
+        columns = {k: np.concatenate(v) for k, v in parts.items()}
+        return cls(list(modules), np.array(text_sizes, np.int64), np.array(offsets, np.int64), columns, meta or {})
 
     def save(self, path: str | os.PathLike, *, force: bool = False) -> Path:
         path = Path(path)

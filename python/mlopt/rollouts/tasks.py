@@ -25,6 +25,8 @@ class RolloutTask:
     log: bool = False
     call_sites: bool = False
     cache: bool = True  # skip code generation when the decisions repeat an earlier compile's
+    forced: str | None = None  # '0'/'1': the first decisions, whatever the policy says (local search)
+    decisions: bool = False  # return the decisions made (Rollout.policy_decisions)
 
 
 @dataclass
@@ -84,9 +86,11 @@ def run_rollout(task: RolloutTask) -> Rollout:
     module = _module(task.entry)
     policy = _policy(task.policy)
     start = time.perf_counter()
-    r = compile(module, policy, log=True, call_sites=task.call_sites, cache=_cache() if task.cache else None)
+    r = compile(module, policy, log=True, call_sites=task.call_sites, cache=_cache() if task.cache else None,
+                forced_decisions=task.forced)
     llvm_seconds = time.perf_counter() - start
     return Rollout(task.entry.name, r.text_size, int(len(r.decisions)), int(r.decisions.sum()),
                    int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,
-                   r.default_decisions if task.call_sites else None, r.decisions if task.call_sites else None,
+                   r.default_decisions if task.call_sites else None,
+                   r.decisions if task.call_sites or task.decisions else None,
                    module.notes, r.cache_hit, llvm_seconds)

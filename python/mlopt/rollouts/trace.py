@@ -14,7 +14,6 @@ import numpy as np
 
 from .. import _native
 from ..corpus import CorpusEntry, cache_dir, corpus_entries
-from ..log import read_log
 from .dataset import TraceDataset
 from .runner import failures_of, run_rollouts
 from .tasks import RolloutTask
@@ -78,24 +77,11 @@ def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = N
             if use_cache:
                 _store(keys[i], r.value.text_size, r.value.log_bytes)
     failed = failures_of(tasks, results)
-    names, sizes, offsets, parts = [], [], [0], {}
-    for i, e in enumerate(entries):
-        if i not in found:
-            continue
-        size, log_bytes = found[i]
-        rows = 0
-        if log_bytes:  # empty: the pipeline has no inliner that asks (-O0)
-            log = read_log(log_bytes)
-            for k in log.feature_names:
-                parts.setdefault(k, []).append(log[k])
-            rows = len(log)
-        names.append(e.name)
-        sizes.append(size)
-        offsets.append(offsets[-1] + rows)
-    columns = {k: np.concatenate(v) for k, v in parts.items()}
+    kept = [i for i in range(len(entries)) if i in found]
     meta = {"corpus": str(Path(corpus).resolve()), "llvm": _native.engine().llvm_version,
             "mlopt": _native.version(), "cached": len(entries) - len(todo), "failed": failed}
-    return TraceDataset(names, np.array(sizes, np.int64), np.array(offsets, np.int64), columns, meta)
+    return TraceDataset.from_logs([entries[i].name for i in kept], [found[i][0] for i in kept],
+                                  [found[i][1] for i in kept], meta)
 
 
 def summary(ds: TraceDataset) -> dict:

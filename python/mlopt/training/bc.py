@@ -59,12 +59,17 @@ def vocab_from_rows(columns: dict[str, np.ndarray], rows: np.ndarray, features: 
 
 def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epochs: int = 20,
              batch_size: int = 512, lr: float = 3e-3, num_buckets: int = 1000, heldout_fraction: float = 0.2,
-             seed: int = 0, on_epoch: Callable[[int, float], None] | None = None) -> BCResult:
-    if problem.default_decision is None:
-        raise MloptError(f"problem {problem.name!r} logs no default decision to imitate")
-    label_name = problem.default_decision.name
-    if label_name not in ds.columns:
-        raise MloptError(f"the trace has no {label_name!r} column")
+             seed: int = 0, on_epoch: Callable[[int, float], None] | None = None, label: str | None = None,
+             init: MLPPolicy | None = None, weights: np.ndarray | None = None) -> BCResult:
+    """Fits an MLP to ``label`` (default: the problem's default decision, the
+    heuristic) from the trace's features. ``init``: start from this policy
+    (its vocab and weights) instead of a fresh one. ``weights``: per row."""
+    if label is None:
+        if problem.default_decision is None:
+            raise MloptError(f"problem {problem.name!r} logs no default decision to imitate")
+        label = problem.default_decision.name
+    if label not in ds.columns:
+        raise MloptError(f"the trace has no {label!r} column")
     heldout_rows = np.zeros(len(ds), bool)
     per_module = np.diff(ds.module_rows)
     for i in heldout_modules(ds.modules, heldout_fraction, per_module):
@@ -72,13 +77,16 @@ def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epo
     train_idx, test_idx = np.flatnonzero(~heldout_rows), np.flatnonzero(heldout_rows)
     if len(train_idx) == 0:
         raise MloptError("no training rows (the trace is empty or every module is held out)")
-    vocab = vocab_from_rows(ds.columns, train_idx, problem.feature_names, num_buckets)
-    policy = MLPPolicy.random(vocab, hidden=hidden, seed=seed, problem=problem)
+    if init is None:
+        vocab = vocab_from_rows(ds.columns, train_idx, problem.feature_names, num_buckets)
+        policy = MLPPolicy.random(vocab, hidden=hidden, seed=seed, problem=problem)
+    else:
+        vocab, policy = init.vocab, init
     x_all = policy.vocab.normalize(feature_matrix(ds.columns, problem.features), policy.widths)
-    labels = ds.columns[label_name].reshape(-1).astype(np.int64)
+    labels = ds.columns[label].reshape(-1).astype(np.int64)
     layers = [(w.copy(), b.copy()) for w, b in policy.layers]
     losses = fit(layers, x_all[train_idx], labels[train_idx], epochs=epochs, batch_size=batch_size, lr=lr,
-                 seed=seed, on_epoch=on_epoch)
+                 seed=seed, on_epoch=on_epoch, weights=None if weights is None else weights[train_idx])
     policy = MLPPolicy(vocab, layers, problem=problem)
 
     def agreement(idx: np.ndarray) -> float | None:

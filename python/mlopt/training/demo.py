@@ -45,6 +45,28 @@ class DemoConfig:
         return cls(small=True, iterations=1, perturbations=2, modules_per_perturbation=4, bc_epochs=5)
 
 
+def demo_splits(splits: Path, small: bool = False) -> tuple[list, list, list]:
+    """The default corpus (its reduced mode with ``small``), split into
+    ``splits/train`` and ``splits/heldout`` (25%); the training split's
+    validation part (20%, another seed) is returned apart:
+    (train, validation, held-out) corpus entries."""
+    corpus = fetch_corpus(None, list(SMALL_PACKAGES) if small else None).output
+    split_corpus(corpus, splits, 0.25, force=True)
+    train_all = corpus_entries(splits / "train")
+    heldout = corpus_entries(splits / "heldout")
+    validation = [e for e in train_all if held_out(e.name, 0.2, seed=1)]
+    train = [e for e in train_all if e not in validation] or train_all
+    return train, validation, heldout
+
+
+def language_totals(rows: list) -> dict:
+    """Totals (``summarize``) of evaluation rows for C, C++ and all packages."""
+    language = {p.name: p.language for p in PACKAGES}
+    groups = {"C": [r for r in rows if language.get(r.package) == "c"],
+              "C++": [r for r in rows if language.get(r.package) == "c++"], "all": rows}
+    return {name: summarize(r)["total"] for name, r in groups.items() if r}
+
+
 def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
              say: Callable[[str], None] = print, quiet: bool = False) -> dict:
     out = Path(out)
@@ -58,14 +80,8 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
         times[name] = time.perf_counter() - t0
         say(f"[{times[name]:6.1f} s] {name}")
 
-    packages = list(SMALL_PACKAGES) if config.small else None
     stage("corpus: fetching and building the default corpus" + (" (reduced)" if config.small else ""))
-    corpus = fetch_corpus(None, packages).output
-    split_corpus(corpus, out / "splits", 0.25, force=True)
-    train_all = corpus_entries(out / "splits" / "train")
-    heldout = corpus_entries(out / "splits" / "heldout")
-    validation = [e for e in train_all if held_out(e.name, 0.2, seed=1)]
-    train = [e for e in train_all if e not in validation] or train_all
+    train, validation, heldout = demo_splits(out / "splits", config.small)
     say(f"         {len(train)} training, {len(validation)} validation, {len(heldout)} held-out modules")
 
     with make_pool(config.workers) as pool:
@@ -104,10 +120,7 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
         stage("evaluation on the held-out split (in process, then stock clang-19 + the plugin)")
         ev = evaluate(files["policy_so"], out / "splits" / "heldout", pool=pool, quiet=quiet)
     verified = verify_with_clang(ev.rows, heldout, files["policy_so"], threads=config.workers)
-    language = {p.name: p.language for p in PACKAGES}
-    groups = {"C": [r for r in ev.rows if language.get(r.package) == "c"],
-              "C++": [r for r in ev.rows if language.get(r.package) == "c++"], "all": ev.rows}
-    summary = {name: summarize(rows)["total"] for name, rows in groups.items() if rows}
+    summary = language_totals(ev.rows)
     write_csv(ev.rows, out / "heldout.csv")
     plots = []
     try:

@@ -27,6 +27,7 @@ from ..errors import MloptError
 from ..policy import MLPPolicy
 from ..rollouts import RolloutTask, run_rollouts
 from .mlp_train import Adam
+from .validation import total_delta_percent
 
 
 @dataclass
@@ -123,13 +124,8 @@ class ESTrainer:
 
     def validate(self, theta: np.ndarray, work: Path) -> float | None:
         """Total .text delta (%) of ``theta`` against the heuristic on the validation modules."""
-        if not self.validation:
-            return None
-        policy = self._export(theta, work / f"validate-{self.iteration}.tflite")
-        sizes = self._evaluate([(policy, e) for e in self.validation])
-        pairs = [(s, self.baseline[e.name]) for s, e in zip(sizes, self.validation) if s is not None]
-        base = sum(b for _, b in pairs)
-        return 100.0 * (sum(s for s, _ in pairs) - base) / base if base else None
+        return total_delta_percent(unflatten(self.template, theta), self.validation, self.baseline, work,
+                                   pool=self.pool, name=f"validate-{self.iteration}.tflite")
 
     def step(self) -> dict:
         """One iteration; returns its metrics."""

@@ -114,6 +114,7 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   State.MakeRunner = &MakeRunner;
   DecisionTrace Trace;
   Trace.WantNames = Options.RecordCallSites;
+  Trace.Forced = Options.ForcedDecisions;
   State.Sites = &Trace;
   {
     std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M, Options.RelocModel);

@@ -59,6 +59,9 @@ struct CompileOptions {
   bool KeepObject = false;
   /// Names the caller and callee of every logged decision (CallSites).
   bool RecordCallSites = false;
+  /// '0'/'1' per decision: the inliner's first ForcedDecisions.size()
+  /// decisions, whatever the runner answers (DecisionTrace::Forced).
+  std::string ForcedDecisions;
   /// When set, code generation is skipped for a compile whose input,
   /// options and inlining decisions the cache has seen (not with KeepObject).
   TextSizeCache *Cache = nullptr;

@@ -127,6 +127,10 @@ MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB, OptimizationRemarkEmitter &
   bool Default = GetDefaultAdvice(CB);
   Runner.setDefaultDecision(Default);
   bool Decision = Runner.evaluate<int64_t>() != 0;
+  if (Sites && Sites->Asked < Sites->Forced.size())
+    Decision = Sites->Forced[Sites->Asked] == '1';
+  if (Sites)
+    ++Sites->Asked;
   if (!Log)
     return std::make_unique<MLInlineAdvice>(this, CB, ORE, Decision);
   std::string Row;

@@ -13,6 +13,10 @@
 // With a DecisionTrace, each logged decision is also appended to it, row
 // for row with the log: '0'/'1' in Decisions and, when WantNames, the caller
 // and callee (taken before the inliner acts, so a deleted callee is named).
+// A DecisionTrace may also force decisions: the model's i-th decision of the
+// compile is Forced[i] ('0'/'1') for i < Forced.size(), whatever the runner
+// answers (the runner still evaluates, so its extra outputs are logged); the
+// runner decides from there on (local search over decision sequences).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_MLOPTINLINEADVISOR_H
@@ -47,6 +51,8 @@ struct DecisionTrace {
   bool WantNames = false;
   std::string Decisions;                                  // '0' or '1' per decision
   std::vector<std::pair<std::string, std::string>> Sites; // (caller, callee), with WantNames
+  std::string Forced; // '0'/'1': the first Forced.size() decisions, overriding the runner
+  size_t Asked = 0;   // decisions asked of the model so far
 };
 
 class MLoptInlineAdvisor final : public llvm::MLInlineAdvisor {

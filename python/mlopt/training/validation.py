@@ -1,0 +1,30 @@
+"""A policy's total ``.text`` delta against the heuristic on a set of
+modules (the trainers' validation score): in process, on a pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..corpus import CorpusEntry
+from ..rollouts import RolloutTask, run_rollouts
+
+
+def sizes_with(policy_path: str | None, entries: list[CorpusEntry], *, pool=None) -> list[int | None]:
+    """``.text`` bytes of each module compiled with the policy (None: failed)."""
+    results = run_rollouts([RolloutTask(e, policy_path) for e in entries], pool=pool, quiet=True)
+    return [r.value.text_size if r.ok else None for r in results]
+
+
+def total_delta_percent(policy, entries: list[CorpusEntry], baseline: dict[str, int], work: Path, *,
+                        pool=None, name: str = "validate.tflite") -> float | None:
+    """Total delta (%) of ``policy`` (an MLPPolicy) against ``baseline`` sizes
+    over the modules that compiled; None without modules."""
+    if not entries:
+        return None
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / name
+    path.write_bytes(policy.to_tflite())
+    sizes = sizes_with(str(path), entries, pool=pool)
+    pairs = [(s, baseline[e.name]) for s, e in zip(sizes, entries) if s is not None]
+    base = sum(b for _, b in pairs)
+    return 100.0 * (sum(s for s, _ in pairs) - base) / base if base else None
