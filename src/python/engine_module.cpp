@@ -156,11 +156,15 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
 
 } // namespace
 
-NB_MODULE(_engine, m) {
-  m.doc() = "mlopt's in-process compiler over libLLVM-19 (see mlopt.compiler)";
+// One module per LLVM major (_engine19, _engine22): NB_MODULE pastes its
+// argument, so the name is expanded one level up.
+#define MLOPT_NB_MODULE(Name, Var) NB_MODULE(Name, Var)
+MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
+  m.doc() = "mlopt's in-process compiler over one libLLVM major (see mlopt.compiler)";
 
   nb::module_::import_("mlopt._core"); // registers PolicyPool, TensorSpec
   m.attr("llvm_version") = LLVM_VERSION_STRING;
+  m.attr("llvm_major") = LLVM_VERSION_MAJOR;
   registerErrorTranslator();
 
   nb::class_<EngineModule>(m, "Module", "Verified bitcode of one module.")
