@@ -83,10 +83,10 @@ std::unique_ptr<TargetMachine> createOptTargetMachine(Module &M, const std::stri
   // rel-lookup-table-converter read it.
   std::optional<Reloc::Model> Reloc =
       RelocModel.empty() ? codegen::getExplicitRelocModel() : parseRelocModel(RelocModel);
-  std::unique_ptr<TargetMachine> TM(
-      TheTarget->createTargetMachine(targetTripleArg(T), codegen::getCPUStr(), codegen::getFeaturesStr(),
-                                     codegen::InitTargetOptionsFromCodeGenFlags(T), Reloc,
-                                     codegen::getExplicitCodeModel(), CodeGenOptLevel::None));
+  std::unique_ptr<TargetMachine> TM(TheTarget->createTargetMachine(
+      targetTripleArg(T), codegen::getCPUStr(), codegen::getFeaturesStr(),
+      codegen::InitTargetOptionsFromCodeGenFlags(T), Reloc, codegen::getExplicitCodeModel(),
+      CodeGenOptLevel::None));
   if (!TM)
     throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() + "'");
   codegen::setFunctionAttributes(codegen::getCPUStr(), codegen::getFeaturesStr(), M);

@@ -44,8 +44,7 @@ protected:
 /// runner cannot take that list).
 class HeuristicRunner final : public InlinePolicyRunner {
 public:
-  explicit HeuristicRunner(llvm::LLVMContext &Ctx)
-      : HeuristicRunner(Ctx, inlinerFeatures()) {}
+  explicit HeuristicRunner(llvm::LLVMContext &Ctx) : HeuristicRunner(Ctx, inlinerFeatures()) {}
   HeuristicRunner(llvm::LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features)
       : InlinePolicyRunner(Ctx, Kind::NoOp, Features.size()) {
     for (size_t I = 0; I < Features.size(); ++I)

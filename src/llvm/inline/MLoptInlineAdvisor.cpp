@@ -122,6 +122,12 @@ MLoptInlineAdvisor::MLoptInlineAdvisor(Module &M, ModuleAnalysisManager &MAM,
           [&](const std::vector<llvm::TensorSpec> &Features) -> std::unique_ptr<MLModelRunner> {
             if (Features.size() == InlinerFeatureCount)
               return std::unique_ptr<MLModelRunner>(RunnerIn.release());
+            M.getContext().diagnose(PluginDiagnostic(
+                DS_Warning, "mlopt: LLVM asks for " + std::to_string(Features.size()) +
+                                " inliner features (IR2Vec embeddings?); mlopt's runners take the " +
+                                std::to_string(InlinerFeatureCount) +
+                                ", so the stock heuristic decides and nothing is logged"));
+            Log = nullptr;
             return std::make_unique<HeuristicRunner>(M.getContext(), Features);
           },
           std::move(DefaultAdvice)),
@@ -129,7 +135,8 @@ MLoptInlineAdvisor::MLoptInlineAdvisor(Module &M, ModuleAnalysisManager &MAM,
     : MLInlineAdvisor(M, MAM, std::unique_ptr<MLModelRunner>(RunnerIn.release()),
                       std::move(DefaultAdvice)),
 #endif
-      Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Log(Log), Sites(Sites) {}
+      Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Log(Log), Sites(Sites) {
+}
 
 MLoptInlineAdvisor::~MLoptInlineAdvisor() {
   if (Log)
