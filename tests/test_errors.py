@@ -137,18 +137,23 @@ def test_version_has_one_source():
 
 
 def test_missing_llvm_parts_are_named_errors(monkeypatch):
-    """Built without LLVM 19: the engine and the plugin say so, typed."""
+    """Built without an LLVM major: its engine and plugin say so, typed; an
+    unsupported major is named as such, and a usage error on the CLI."""
     from mlopt import _native
     from mlopt.compiler.plugin import plugin_path
 
-    monkeypatch.setitem(sys.modules, "mlopt._engine", None)  # as if never built
+    monkeypatch.setitem(sys.modules, "mlopt._engine19", None)  # as if never built
     with pytest.raises(mlopt.NativeModuleError, match="built without LLVM 19.*install llvm-19-dev"):
-        _native.engine()
+        _native.engine(19)
     with pytest.raises(mlopt.NativeModuleError):
-        mlopt.Module(b"")
-    monkeypatch.setattr(_native, "plugin_library", lambda: None)
+        mlopt.Module(b"", llvm=19)
+    with pytest.raises(mlopt.NativeModuleError, match="LLVM 18 is not supported; this mlopt supports LLVM 19, 22"):
+        _native.engine(18)
+    assert main(["plugin-path", "--llvm", "18"]) == 2
+    monkeypatch.setattr(_native, "plugin_library", lambda llvm=None: None)
     monkeypatch.delenv("MLOPT_PLUGIN", raising=False)
-    with pytest.raises(mlopt.PluginNotFoundError, match=r"MLOptPlugin\.so is missing: mlopt was built without LLVM 19"):
-        plugin_path()
+    with pytest.raises(mlopt.PluginNotFoundError,
+                       match=r"llvm-19/MLOptPlugin\.so is missing: mlopt was built without LLVM 19"):
+        plugin_path(19)
     r = main(["plugin-path"])
     assert r == 1

@@ -75,7 +75,7 @@ def test_compile_cli_log_on_a_full_disk_is_one_line(tmp_path, capsys):
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "m.log").symlink_to("/dev/full")
-    pytest.importorskip("mlopt._engine")
+    pytest.importorskip("mlopt._engine19")
     assert main(["compile", str(module), "--log-dir", str(logs), "--force"]) == 1
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == f"mlopt: error: {logs / 'm.log'}: No space left on device"

@@ -15,11 +15,11 @@ from mlopt.training import train_bc
 
 
 @pytest.fixture(scope="module")
-def sdist_trace(corpus_modules, tmp_path_factory):
+def sdist_trace(llvm_tools, corpus_modules, tmp_path_factory):
     """The heuristic's trace of the 35 lz4 + brotli modules."""
     work = tmp_path_factory.mktemp("bc")
     make_corpus(corpus_modules[0].parent, work / "corpus")
-    return trace_corpus(work / "corpus", workers=2, use_cache=False, quiet=True)
+    return trace_corpus(work / "corpus", workers=2, use_cache=False, quiet=True, llvm=llvm_tools["major"])
 
 
 def test_bc_agrees_with_the_heuristic_on_held_out_modules(sdist_trace):

@@ -292,11 +292,12 @@ std::vector<std::string> liteRtLibraryCandidates(const std::string &Explicit) {
   std::vector<std::string> Out;
   if (const char *Env = std::getenv("MLOPT_LITERT_LIBRARY"); Env && *Env)
     return {Env};
-  // This object lives in <site-packages>/mlopt/ or <site-packages>/mlopt/lib/.
+  // This object lives in <site-packages>/mlopt/ (the Python modules) or
+  // <site-packages>/mlopt/lib/llvm-<major>/ (the pass plugins).
   Dl_info Info;
   if (dladdr(reinterpret_cast<void *>(&liteRtLibraryCandidates), &Info) && Info.dli_fname) {
     std::string Dir = dirOf(Info.dli_fname);
-    for (int Up = 0; Up < 3; ++Up) {
+    for (int Up = 0; Up < 4; ++Up) {
       Out.push_back(Dir + "/ai_edge_litert/libLiteRt.so");
       Dir = dirOf(Dir);
     }

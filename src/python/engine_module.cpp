@@ -32,7 +32,14 @@ namespace nb = nanobind;
 using namespace nb::literals;
 using namespace mlopt;
 
-namespace {
+// One namespace per LLVM major: nanobind identifies bound C++ types by
+// name, and _engine19 and _engine22 live in one process.
+namespace MLOPT_ENGINE_NS {
+
+/// A TextSizeCache of this major's engine (a type of its own, see above).
+struct SizeCache final : TextSizeCache {
+  using TextSizeCache::TextSizeCache;
+};
 
 /// A module as the engine keeps it: verified bitcode and a name for messages.
 struct EngineModule {
@@ -84,7 +91,7 @@ int64_t callPython(CallbackState &S, const int64_t *Features, size_t Count, int6
 nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int CodeGenLevel,
                         const std::string &TargetTriple, const std::string &RelocModel,
                         int LoopVectorize, int SLPVectorize, bool KeepObject, bool CallSites,
-                        TextSizeCache *Cache, std::shared_ptr<PolicyModelPool> Pool,
+                        SizeCache *Cache, std::shared_ptr<PolicyModelPool> Pool,
                         nb::object Callable, const std::string &Forced) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
@@ -154,13 +161,19 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   return R;
 }
 
-} // namespace
+} // namespace MLOPT_ENGINE_NS
 
-NB_MODULE(_engine, m) {
-  m.doc() = "mlopt's in-process compiler over libLLVM-19 (see mlopt.compiler)";
+using namespace MLOPT_ENGINE_NS;
+
+// One module per LLVM major (_engine19, _engine22): NB_MODULE pastes its
+// argument, so the name is expanded one level up.
+#define MLOPT_NB_MODULE(Name, Var) NB_MODULE(Name, Var)
+MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
+  m.doc() = "mlopt's in-process compiler over one libLLVM major (see mlopt.compiler)";
 
   nb::module_::import_("mlopt._core"); // registers PolicyPool, TensorSpec
   m.attr("llvm_version") = LLVM_VERSION_STRING;
+  m.attr("llvm_major") = LLVM_VERSION_MAJOR;
   registerErrorTranslator();
 
   nb::class_<EngineModule>(m, "Module", "Verified bitcode of one module.")
@@ -189,9 +202,9 @@ NB_MODULE(_engine, m) {
       .def_prop_ro("bitcode", [](const EngineModule &M) { return asBytes(M.Bitcode); })
       .def_prop_ro("size", [](const EngineModule &M) { return M.Bitcode.size(); });
 
-  nb::class_<TextSizeCache>(m, "TextSizeCache",
-                            "The .text sizes of compiles already made, by (input, options, "
-                            "decisions); lets a compile that repeats them skip code generation.")
+  nb::class_<SizeCache>(m, "TextSizeCache",
+                        "The .text sizes of compiles already made, by (input, options, "
+                        "decisions); lets a compile that repeats them skip code generation.")
       .def(nb::init<size_t>(), "capacity"_a = size_t(1) << 20)
       .def_prop_ro("size", &TextSizeCache::size)
       .def_prop_ro("hits", &TextSizeCache::hits)

@@ -73,7 +73,7 @@ class Build:
     odd_object: Path  # built from a source whose file name is not UTF-8
 
 
-def build_project(llvm_tools, root: Path) -> Build:
+def build_project(root: Path) -> Build:
     src = root / "src"
     src.mkdir()
     sources = []

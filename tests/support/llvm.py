@@ -1,4 +1,4 @@
-"""Running Debian's LLVM 19 tools the same way in every test."""
+"""Running Debian's LLVM tools (of the major a test runs for) the same way in every test."""
 
 from __future__ import annotations
 
@@ -22,6 +22,5 @@ def llc(llvm_tools, module, out, *flags):
 
 def llvm_size_text(llvm_tools, obj) -> int:
     """.text bytes as llvm-size -A lists them (an independent reader)."""
-    size = llvm_tools["llc"].replace("llc-19", "llvm-size-19")
-    out = subprocess.run([size, "-A", str(obj)], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([llvm_tools["llvm-size"], "-A", str(obj)], check=True, capture_output=True, text=True).stdout
     return sum(int(m.group(1)) for m in re.finditer(r"^\.text\S*\s+(\d+)", out, re.M))

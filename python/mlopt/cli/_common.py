@@ -19,9 +19,23 @@ def add_command(sub, name: str, help: str, examples: list[str], description: str
                 aliases=()) -> argparse.ArgumentParser:
     """A subcommand whose --help ends with its examples."""
     label = "example" if len(examples) == 1 else "examples"
-    return sub.add_parser(name, help=help, description=description or help[:1].upper() + help[1:] + ".",
-                          epilog=f"{label}:\n" + "\n".join(f"  {e}" for e in examples),
-                          formatter_class=argparse.RawDescriptionHelpFormatter, aliases=list(aliases))
+    parser = sub.add_parser(name, help=help, description=description or help[:1].upper() + help[1:] + ".",
+                            epilog=f"{label}:\n" + "\n".join(f"  {e}" for e in examples),
+                            formatter_class=argparse.RawDescriptionHelpFormatter, aliases=list(aliases))
+    parser.add_argument("--llvm", type=llvm_major, metavar="MAJOR",
+                        help="the LLVM major to use (19 or 22; default: $MLOPT_LLVM, else the clang on PATH, "
+                             "else the newest built)")
+    return parser
+
+
+def llvm_major(text: str) -> int:
+    from .._native import check_llvm
+    from ..errors import NativeModuleError
+
+    try:
+        return check_llvm(text)
+    except NativeModuleError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def positive_int(text: str) -> int:
@@ -90,7 +104,11 @@ def error_line(e: BaseException) -> str:
 
 
 def run(func, args) -> int:
-    """Runs a command: MloptError/OSError -> one line and exit 1, usage -> 2."""
+    """Runs a command: MloptError/OSError -> one line and exit 1, usage -> 2.
+    ``--llvm`` is passed on as $MLOPT_LLVM, so worker processes use it too."""
+    llvm = getattr(args, "llvm", None)
+    if llvm is not None:
+        os.environ["MLOPT_LLVM"] = str(llvm)
     try:
         return func(args)
     except BrokenPipeError:

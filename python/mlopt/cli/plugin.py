@@ -1,5 +1,5 @@
 """``mlopt plugin-path`` and ``mlopt clang-flags``: use the pass plugin from
-stock opt-19 and clang-19."""
+stock opt and clang (``--llvm 22`` for opt-22 / clang-22)."""
 
 from __future__ import annotations
 
@@ -31,13 +31,15 @@ def cmd_clang_flags(args) -> int:
 def register(sub) -> None:
     path = add_command(sub, "plugin-path", "print the absolute path of the pass plugin",
                        ["opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-training-log=x.log "
-                        "-passes='default<Oz>' in.bc -o out.bc"])
+                        "-passes='default<Oz>' in.bc -o out.bc",
+                        "opt-22 -load-pass-plugin=$(mlopt plugin-path --llvm 22) -passes='default<Oz>' a.bc -o b.bc"])
     path.set_defaults(func=cmd_plugin_path)
 
-    flags = add_command(sub, "clang-flags", "print clang-19 flags that load the plugin",
+    flags = add_command(sub, "clang-flags", "print clang flags that load the plugin",
                         ["clang-19 -Oz $(mlopt clang-flags --training-log x.log) -c a.c",
                          'make CFLAGS="-Oz $(mlopt clang-flags --training-log logs/)"   # logs/src_a.c.log, ...',
-                         "clang-19 -Oz $(mlopt clang-flags --model policy_dir) -c a.c"])
+                         "clang-19 -Oz $(mlopt clang-flags --model policy_dir) -c a.c",
+                         "clang-22 -Oz $(mlopt clang-flags --llvm 22 --model policy.so) -c a.c"])
     flags.add_argument("--training-log", metavar="PATH",
                        help="write a training log of the inliner's decisions: a file, a directory (one "
                             "<module>.log per translation unit) or a pattern with %%m (module) / %%p (pid); "

@@ -34,7 +34,7 @@ def function_properties(module: Module | PathLike | bytes, detailed: bool = True
     member names; with ``detailed`` also the fields LLVM computes under
     ``-enable-detailed-function-properties``)."""
     m = _as_module(module)
-    functions, fields, values = engine().function_properties(m._m, detailed)
+    functions, fields, values = engine(m.llvm).function_properties(m._m, detailed)
     table: dict[str, np.ndarray] = {"function": np.array(functions, dtype=object)}
     for j, f in enumerate(fields):
         table[f] = values[:, j].copy()
@@ -47,6 +47,6 @@ def call_site_costs(module: Module | PathLike | bytes) -> dict[str, np.ndarray]:
     ``cost_estimate`` (LLVM's getInliningCostEstimate, the ``cost_estimate``
     feature the ML inliner logs; 0 where not inlinable)."""
     m = _as_module(module)
-    callers, callees, inlinable, costs = engine().call_site_costs(m._m)
+    callers, callees, inlinable, costs = engine(m.llvm).call_site_costs(m._m)
     return {"caller": np.array(callers, dtype=object), "callee": np.array(callees, dtype=object),
             "inlinable": inlinable.astype(bool), "cost_estimate": costs}

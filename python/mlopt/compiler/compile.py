@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._native import engine
+from .._native import engine, resolve_llvm
 from ..corpus import CODEGEN_LEVEL, Module
 from ..errors import PolicyError
 from ..log import Log, read_log
@@ -68,8 +68,9 @@ class TextSizeCache:
     has the same code: with this cache it skips code generation. Thread-safe;
     at most ``capacity`` entries (oldest dropped first)."""
 
-    def __init__(self, capacity: int = 1 << 20):
-        self._cache = engine().TextSizeCache(capacity)
+    def __init__(self, capacity: int = 1 << 20, llvm: int | str | None = None):
+        self.llvm = resolve_llvm(llvm)  # the compiles it serves: modules of this LLVM major
+        self._cache = engine(self.llvm).TextSizeCache(capacity)
 
     @property
     def hits(self) -> int:
@@ -118,8 +119,13 @@ def _decision_callable(fn: Callable) -> Callable:
     return call
 
 
-def _as_module(m) -> Module:
-    return m if isinstance(m, Module) else Module(m)
+def _as_module(m, llvm=None) -> Module:
+    if not isinstance(m, Module):
+        return Module(m, llvm=llvm)
+    if llvm is not None and resolve_llvm(llvm) != m.llvm:
+        raise ValueError(f"{m.name}: the module was loaded by LLVM {m.llvm}, not LLVM {resolve_llvm(llvm)} "
+                         f"(load it with Module(..., llvm={resolve_llvm(llvm)}))")
+    return m
 
 
 def _codegen_level(module: Module, pipeline: str) -> int:
@@ -150,10 +156,13 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
              forced: str = "") -> CompileResult:
     if cache is not None and not isinstance(cache, TextSizeCache):
         raise TypeError(f"cache must be a TextSizeCache, not {type(cache).__name__}")
+    if cache is not None and cache.llvm != module.llvm:
+        raise ValueError(f"the TextSizeCache serves LLVM {cache.llvm}; {module.name} is compiled by LLVM "
+                         f"{module.llvm}")
     pipeline = pipeline or module.default_pipeline()
     level = _codegen_level(module, pipeline) if codegen else -1
     tri = lambda flag: -1 if flag is None else int(flag)  # noqa: E731
-    raw = engine().compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
+    raw = engine(module.llvm).compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
                            tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, call_sites,
                            cache._cache if cache is not None else None, pool, callback, forced)
     log_bytes = raw["log"]
@@ -172,7 +181,7 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
 def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeline: str | None = None,
             log: bool = True, *, codegen: bool = True, keep_object: bool = False,
             call_sites: bool = False, cache: TextSizeCache | None = None,
-            forced_decisions: str | Sequence[int] | None = None) -> CompileResult:
+            forced_decisions: str | Sequence[int] | None = None, llvm: int | str | None = None) -> CompileResult:
     """Optimize ``module`` with ``pipeline`` (default ``default<Oz>``, or the
     corpus element's level) with ``policy`` deciding inlining, then generate
     object code in memory at the level clang would use for it.
@@ -193,22 +202,26 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     string): the inliner's first ``len(forced_decisions)`` decisions are
     these, whatever the policy answers; the policy decides the rest (local
     search over decision sequences). ``result.decisions`` is what was done.
+
+    ``llvm``: the LLVM major (19, 22) that compiles a module given as a
+    path or bytes (default :func:`mlopt._native.default_llvm`); a
+    :class:`Module` is compiled by the major that loaded it.
     """
     pool, callback = _resolve_policy(policy)
-    return _compile(_as_module(module), pool, callback, pipeline, log, codegen, keep_object, call_sites, cache,
+    return _compile(_as_module(module, llvm), pool, callback, pipeline, log, codegen, keep_object, call_sites, cache,
                     _forced(forced_decisions))
 
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,
                  pipeline: str | None = None, log: bool = True, *, threads: int | None = None,
-                 codegen: bool = True, keep_object: bool = False,
+                 codegen: bool = True, keep_object: bool = False, llvm: int | str | None = None,
                  on_result: Callable[[int, CompileResult], None] | None = None) -> list[CompileResult]:
     """:func:`compile` for every module, ``threads`` at a time (default: the
     number of CPUs); results in input order, identical to sequential runs.
     Larger modules start first, so one big module does not finish alone at
     the end while the other threads idle. ``on_result(index, result)`` is
     called in the calling thread as each module finishes (for progress)."""
-    mods = [_as_module(m) for m in modules]
+    mods = [_as_module(m, llvm) for m in modules]
     pool, callback = _resolve_policy(policy)
     threads = max(1, threads or os.cpu_count() or 1)
     run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object)  # noqa: E731

@@ -1,7 +1,8 @@
 """Where mlopt's pass plugin is, and the flags that load it into opt/clang.
 
-The plugin (built when LLVM 19 was found at build time) gives stock
-``opt-19`` / ``clang-19`` MLGO's inline advisor with mlopt's runners::
+The plugin (built for each supported LLVM major found at build time) gives
+stock ``opt`` / ``clang`` of that major MLGO's inline advisor with mlopt's
+runners::
 
     opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-training-log=x.log \\
         -passes='default<Oz>' in.bc -o out.bc
@@ -17,19 +18,22 @@ from .. import _native
 from ..errors import PluginNotFoundError
 
 
-def plugin_path() -> Path:
-    """Absolute path of the plugin ($MLOPT_PLUGIN overrides)."""
+def plugin_path(llvm=None) -> Path:
+    """Absolute path of the plugin for LLVM ``llvm`` (default: the major
+    mlopt uses, see :func:`mlopt._native.default_llvm`); $MLOPT_PLUGIN
+    overrides."""
     override = os.environ.get("MLOPT_PLUGIN")
     if override:
         path = Path(override).resolve()
         if not path.is_file():
             raise PluginNotFoundError(f"MLOPT_PLUGIN={override}: no such file")
         return path
-    path = _native.plugin_library()
+    major = _native.resolve_llvm(llvm)
+    path = _native.plugin_library(major)
     if path is None:
         raise PluginNotFoundError(
-            f"{_native.native_dir() / 'lib' / _native.PLUGIN_NAME} is missing: mlopt was built without "
-            f"LLVM 19 ({_native.rebuild_hint()})")
+            f"{_native.plugin_file(major)} is missing: mlopt was built without LLVM {major} "
+            f"({_native.rebuild_hint(major)})")
     return path
 
 
@@ -44,17 +48,17 @@ def _mlopt_options(training_log=None, model=None, overwrite_log=False) -> list[s
     return options
 
 
-def opt_flags(*, training_log=None, model=None, overwrite_log: bool = False) -> list[str]:
-    """Arguments that load the plugin into opt-19 (options after the plugin).
+def opt_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None) -> list[str]:
+    """Arguments that load the plugin into ``opt-<llvm>`` (options after the plugin).
 
     ``model``: a .tflite file, a model directory or a compiled policy .so.
     ``training_log``: see :func:`clang_flags`.
     """
-    return [f"-load-pass-plugin={plugin_path()}", *_mlopt_options(training_log, model, overwrite_log)]
+    return [f"-load-pass-plugin={plugin_path(llvm)}", *_mlopt_options(training_log, model, overwrite_log)]
 
 
-def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False) -> list[str]:
-    """Arguments that load the plugin into clang-19 with its options.
+def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None) -> list[str]:
+    """Arguments that load the plugin into ``clang-<llvm>`` with its options.
 
     ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
     ``-mllvm`` options known to clang's command line.
@@ -65,7 +69,7 @@ def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False) -
     id. An existing log is an error unless ``overwrite_log``: in a build of
     many files, one plain file would otherwise keep only the last one's log.
     """
-    path = plugin_path()
+    path = plugin_path(llvm)
     flags = [f"-fpass-plugin={path}", "-Xclang", "-load", "-Xclang", str(path)]
     for option in _mlopt_options(training_log, model, overwrite_log):
         flags += ["-mllvm", option]

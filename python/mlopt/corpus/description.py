@@ -30,8 +30,8 @@ class CorpusEntry:
     def size(self) -> int:
         return self.bitcode_path.stat().st_size
 
-    def load(self) -> Module:
-        return Module.from_corpus(self.bitcode_path, command=self.command, name=self.name)
+    def load(self, llvm: int | str | None = None) -> Module:
+        return Module.from_corpus(self.bitcode_path, command=self.command, name=self.name, llvm=llvm)
 
 
 def read_description(directory: PathLike) -> dict:
@@ -66,6 +66,6 @@ def corpus_entries(directory: PathLike) -> list[CorpusEntry]:
     return [CorpusEntry(m, directory / f"{m}.bc", command) for m in desc["modules"]]
 
 
-def load_corpus(directory: PathLike) -> list[Module]:
-    """The modules of an ml-compiler-opt corpus directory, loaded."""
-    return [e.load() for e in corpus_entries(directory)]
+def load_corpus(directory: PathLike, llvm: int | str | None = None) -> list[Module]:
+    """The modules of an ml-compiler-opt corpus directory, loaded (by LLVM ``llvm``)."""
+    return [e.load(llvm) for e in corpus_entries(directory)]

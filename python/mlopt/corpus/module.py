@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._native import engine
+from .._native import engine, resolve_llvm
 from ..errors import CorpusError
 from .command_line import CODEGEN_LEVEL, clang_vectorizers, parse_command_line, split_command_file
 
@@ -27,6 +27,9 @@ class Module:
     by default); :attr:`notes` says so. Pass ``reloc_model="static"`` for
     what plain ``llc-19`` does.
 
+    ``llvm``: the LLVM major that checks and compiles it (19 or 22; default
+    :func:`mlopt._native.default_llvm`); :attr:`llvm` says which.
+
     :attr:`notes` also warns when the bitcode was already optimized (an
     ``-Oz -emit-llvm`` module re-optimized is not a training sample) or is
     ``optnone`` (-O0: the inliner is never asked).
@@ -35,7 +38,7 @@ class Module:
     def __init__(self, source: PathLike | bytes | bytearray | memoryview, *, name: str | None = None,
                  opt_level: str | None = None, target: str | None = None,
                  reloc_model: str | None = None, loop_vectorize: bool | None = None,
-                 slp_vectorize: bool | None = None):
+                 slp_vectorize: bool | None = None, llvm: int | str | None = None):
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
             name = name or "<bytes>"
@@ -51,7 +54,8 @@ class Module:
             raise CorpusError(f"opt_level must be one of {', '.join(CODEGEN_LEVEL)}, not {opt_level!r}")
         self._name = name
         # LLVM takes UTF-8: a name that is not (a non-UTF-8 path) is shown escaped in its messages.
-        self._m = engine().Module(data, name.encode("utf-8", "backslashreplace").decode("utf-8"))
+        self.llvm = resolve_llvm(llvm)  # the LLVM major that loaded it and compiles it
+        self._m = engine(self.llvm).Module(data, name.encode("utf-8", "backslashreplace").decode("utf-8"))
         self.opt_level = opt_level
         self.target = target
         self.notes: list[str] = []  # how it is compiled when nothing said so, and doubts about the input
@@ -69,7 +73,7 @@ class Module:
 
     @classmethod
     def from_corpus(cls, path: PathLike, command: list[str] | tuple[str, ...] | None = None,
-                    name: str | None = None) -> Module:
+                    name: str | None = None, llvm: int | str | None = None) -> Module:
         """A corpus element: ``x.bc`` with its compile command in ``x.cmd``
         (arguments separated by NUL, as ml-compiler-opt's extract_ir writes
         them, or by spaces), or ``command`` (a corpus' global command line
@@ -92,8 +96,8 @@ class Module:
                 raise CorpusError(f"{cmd_path}: cannot split the command line: {e}") from None
         flags = parse_command_line(args)
         if not args:  # an empty override: how clang compiles by default
-            return cls(path, name=name)
-        return cls(path, name=name, **flags)
+            return cls(path, name=name, llvm=llvm)
+        return cls(path, name=name, llvm=llvm, **flags)
 
     @property
     def already_optimized(self) -> bool:
@@ -120,7 +124,7 @@ class Module:
         extra = "".join(f", {k}={v!r}" for k, v in
                         (("opt_level", self.opt_level), ("target", self.target),
                          ("reloc_model", self.reloc_model)) if v)
-        return f"Module({self.name!r}, triple={self.triple!r}{extra})"
+        return f"Module({self.name!r}, triple={self.triple!r}{extra}, llvm={self.llvm})"
 
     @property
     def size(self) -> int:

@@ -12,6 +12,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .._native import default_llvm
 from ..compiler.plugin import plugin_path
 from ..corpus import CorpusEntry, split_command_file
 from ..corpus.elf import read_sections
@@ -27,7 +28,10 @@ def text_size(obj: str | os.PathLike) -> int:
     return sum(len(v) for k, v in read_sections(obj).items() if k == ".text" or k.startswith(".text."))
 
 
-def clang_command(entry: CorpusEntry, output: Path, policy: str | None, clang: str = "clang-19") -> list[str]:
+def clang_command(entry: CorpusEntry, output: Path, policy: str | None, clang: str | None = None) -> list[str]:
+    """Stock clang's command for one module (``clang``: default ``clang-<major>``
+    of the LLVM mlopt uses, with that major's plugin)."""
+    clang = clang or f"clang-{default_llvm()}"
     if entry.command is not None:
         args = list(entry.command)
     else:
@@ -57,7 +61,7 @@ def clang_command(entry: CorpusEntry, output: Path, policy: str | None, clang: s
 
 
 def clang_text_sizes(entries: list[CorpusEntry], policy: str | None, *, threads: int | None = None,
-                     clang: str = "clang-19") -> list[int | str]:
+                     clang: str | None = None) -> list[int | str]:
     """``.text`` per module from stock clang (an error message where it failed)."""
     with tempfile.TemporaryDirectory(prefix="mlopt-verify-") as tmp:
         def one(i: int) -> int | str:

@@ -14,7 +14,7 @@ import numpy as np
 from ..corpus import CorpusEntry
 
 _POLICIES: dict[tuple, object] = {}
-_CACHE = None  # this worker's TextSizeCache
+_CACHES: dict[int, object] = {}  # this worker's TextSizeCache per LLVM major
 _MODULES: dict[tuple, object] = {}  # modules this worker has loaded (checked by LLVM once)
 
 
@@ -27,6 +27,7 @@ class RolloutTask:
     cache: bool = True  # skip code generation when the decisions repeat an earlier compile's
     forced: str | None = None  # '0'/'1': the first decisions, whatever the policy says (local search)
     decisions: bool = False  # return the decisions made (Rollout.policy_decisions)
+    llvm: int | None = None  # the LLVM major that compiles it (None: the worker's default)
 
 
 @dataclass
@@ -59,34 +60,36 @@ def _policy(path: str | None):
     return _POLICIES[key]
 
 
-def _cache():
-    global _CACHE
-    if _CACHE is None:
+def _cache(llvm: int):
+    if llvm not in _CACHES:
         from ..compiler import TextSizeCache
 
-        _CACHE = TextSizeCache()
-    return _CACHE
+        _CACHES[llvm] = TextSizeCache(llvm=llvm)
+    return _CACHES[llvm]
 
 
-def _module(entry: CorpusEntry):
+def _module(entry: CorpusEntry, llvm: int | None):
     st = entry.bitcode_path.stat()
     cmd = entry.bitcode_path.with_suffix(".cmd")
     cmd_stamp = None if entry.command is not None or not cmd.exists() else (cmd.stat().st_mtime_ns, cmd.stat().st_size)
-    key = (str(entry.bitcode_path), st.st_mtime_ns, st.st_size, entry.command, cmd_stamp)
+    from .._native import resolve_llvm
+
+    llvm = resolve_llvm(llvm)  # None: the worker's environment (MLOPT_LLVM, else the tools on PATH)
+    key = (str(entry.bitcode_path), st.st_mtime_ns, st.st_size, entry.command, cmd_stamp, llvm)
     if key not in _MODULES:
         if len(_MODULES) >= 4096:
             _MODULES.clear()
-        _MODULES[key] = entry.load()
+        _MODULES[key] = entry.load(llvm)
     return _MODULES[key]
 
 
 def run_rollout(task: RolloutTask) -> Rollout:
     from ..compiler import compile
 
-    module = _module(task.entry)
+    module = _module(task.entry, task.llvm)
     policy = _policy(task.policy)
     start = time.perf_counter()
-    r = compile(module, policy, log=True, call_sites=task.call_sites, cache=_cache() if task.cache else None,
+    r = compile(module, policy, log=True, call_sites=task.call_sites, cache=_cache(module.llvm) if task.cache else None,
                 forced_decisions=task.forced)
     llvm_seconds = time.perf_counter() - start
     return Rollout(task.entry.name, r.text_size, int(len(r.decisions)), int(r.decisions.sum()),

@@ -21,11 +21,11 @@ from .tasks import RolloutTask
 KIND = "heuristic-v1"
 
 
-def module_key(entry: CorpusEntry) -> str:
+def module_key(entry: CorpusEntry, llvm: int) -> str:
     """What a module's compile depends on, hashed."""
     h = hashlib.sha256()
     h.update(KIND.encode())
-    h.update(_native.engine().llvm_version.encode() + b"\0" + _native.version().encode() + b"\0")
+    h.update(_native.engine(llvm).llvm_version.encode() + b"\0" + _native.version().encode() + b"\0")
     h.update(entry.bitcode_path.read_bytes())
     if entry.command is not None:
         h.update(b"\0override\0" + "\0".join(entry.command).encode("utf-8", "surrogateescape"))
@@ -58,17 +58,19 @@ def _store(key: str, text_size: int, log: bytes) -> None:
 
 def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = None, use_cache: bool = True,
                  workers: int | None = None, ray: str | None = None, timeout: float | None = None, pool=None,
-                 quiet: bool = False) -> TraceDataset:
-    """Traces every module of ``corpus`` (or the named ``modules``).
-    Modules that fail are left out and listed in ``meta["failed"]``."""
+                 quiet: bool = False, llvm: int | str | None = None) -> TraceDataset:
+    """Traces every module of ``corpus`` (or the named ``modules``) with
+    LLVM ``llvm`` (default :func:`mlopt._native.default_llvm`). Modules
+    that fail are left out and listed in ``meta["failed"]``."""
+    major = _native.resolve_llvm(llvm)
     entries = corpus_entries(corpus)
     if modules is not None:
         wanted = set(modules)
         entries = [e for e in entries if e.name in wanted]
-    keys = [module_key(e) for e in entries]
+    keys = [module_key(e, major) for e in entries]
     found = {i: c for i, k in enumerate(keys) if use_cache and (c := _cached(k)) is not None}
     todo = [i for i in range(len(entries)) if i not in found]
-    tasks = [RolloutTask(entries[i], None, log=True) for i in todo]
+    tasks = [RolloutTask(entries[i], None, log=True, llvm=major) for i in todo]
     results = run_rollouts(tasks, pool=pool, workers=workers, ray=ray, timeout=timeout, quiet=quiet,
                            desc="tracing") if tasks else []
     for i, r in zip(todo, results):
@@ -78,7 +80,7 @@ def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = N
                 _store(keys[i], r.value.text_size, r.value.log_bytes)
     failed = failures_of(tasks, results)
     kept = [i for i in range(len(entries)) if i in found]
-    meta = {"corpus": str(Path(corpus).resolve()), "llvm": _native.engine().llvm_version,
+    meta = {"corpus": str(Path(corpus).resolve()), "llvm": _native.engine(major).llvm_version,
             "mlopt": _native.version(), "cached": len(entries) - len(todo), "failed": failed}
     return TraceDataset.from_logs([entries[i].name for i in kept], [found[i][0] for i in kept],
                                   [found[i][1] for i in kept], meta)

@@ -1,5 +1,6 @@
 #include "TensorSpecConversion.h"
 
+#include "LLVMVersion.h"
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 
 namespace mlopt {
@@ -37,7 +38,7 @@ mlopt::TensorSpec fromLLVM(const llvm::TensorSpec &S) {
 
 std::vector<mlopt::TensorSpec> inlinerFeatureSpecs() {
   std::vector<mlopt::TensorSpec> Specs;
-  for (const llvm::TensorSpec &S : llvm::FeatureMap)
+  for (const llvm::TensorSpec &S : inlinerFeatures())
     Specs.push_back(fromLLVM(S));
   return Specs;
 }

@@ -1,4 +1,5 @@
 #include "FunctionPropertiesTable.h"
+#include "LLVMVersion.h"
 #include "ToolSetup.h"
 
 #include "llvm/Analysis/FunctionPropertiesAnalysis.h"
@@ -54,6 +55,13 @@ const FieldInfo AllFields[] = {
     FPI_FIELD(CriticalEdgeCount, true),
     FPI_FIELD(ControlFlowEdgeCount, true),
     FPI_FIELD(UnconditionalBranchCount, true),
+#if LLVM_VERSION_MAJOR >= 22
+    FPI_FIELD(ConditionalBranchCount, true),
+    FPI_FIELD(BranchInstructionCount, true),
+    FPI_FIELD(BranchSuccessorCount, true),
+    FPI_FIELD(SwitchInstructionCount, true),
+    FPI_FIELD(SwitchSuccessorCount, true),
+#endif
     FPI_FIELD(IntrinsicCount, true),
     FPI_FIELD(DirectCallCount, true),
     FPI_FIELD(IndirectCallCount, true),

@@ -8,6 +8,8 @@
 #include "ByteSink.h"
 #include "TrainingLogWriter.h"
 
+#include "LLVMVersion.h"
+
 #include "llvm/Analysis/InlineAdvisor.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -73,7 +75,7 @@ LoadedModule loadModule(const std::string &Bytes, const std::string &Name) {
   collectDiagnostics(Ctx);
   std::unique_ptr<Module> M = parseModule(Ctx, Bytes, Name);
   LoadedModule Loaded;
-  Loaded.Triple = M->getTargetTriple();
+  Loaded.Triple = moduleTriple(*M);
   for (const Function &F : *M) {
     if (F.isDeclaration())
       continue;
@@ -108,7 +110,7 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   // Verified when it was loaded (loadModule).
   std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name, /*Verify=*/false);
   if (!Options.TargetTriple.empty())
-    M->setTargetTriple(Triple::normalize(Options.TargetTriple));
+    setModuleTriple(*M, Triple::normalize(Options.TargetTriple));
 
   AdvisorState State;
   State.MakeRunner = &MakeRunner;
@@ -170,7 +172,7 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
     PM.add(new TargetLibraryInfoWrapperPass(TLII));
     if (TM->addPassesToEmitFile(PM, OS, nullptr, CodeGenFileType::ObjectFile,
                                 /*DisableVerify=*/false))
-      throw CompileError(Name + ": target '" + M->getTargetTriple() + "' cannot emit object files");
+      throw CompileError(Name + ": target '" + moduleTriple(*M) + "' cannot emit object files");
     PM.run(*M);
     if (!Diags.Errors.empty())
       throwDiagnostics(Name, Diags.Errors);

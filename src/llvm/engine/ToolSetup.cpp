@@ -1,9 +1,12 @@
 #include "ToolSetup.h"
 #include "InProcessCompiler.h"
 
+#include "LLVMVersion.h"
+
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Analysis/AliasAnalysis.h"
 #include "llvm/CodeGen/CommandFlags.h"
+#include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/IRReader/IRReader.h"
@@ -80,10 +83,10 @@ std::unique_ptr<TargetMachine> createOptTargetMachine(Module &M, const std::stri
   // rel-lookup-table-converter read it.
   std::optional<Reloc::Model> Reloc =
       RelocModel.empty() ? codegen::getExplicitRelocModel() : parseRelocModel(RelocModel);
-  std::unique_ptr<TargetMachine> TM(
-      TheTarget->createTargetMachine(T.getTriple(), codegen::getCPUStr(), codegen::getFeaturesStr(),
-                                     codegen::InitTargetOptionsFromCodeGenFlags(T), Reloc,
-                                     codegen::getExplicitCodeModel(), CodeGenOptLevel::None));
+  std::unique_ptr<TargetMachine> TM(TheTarget->createTargetMachine(
+      targetTripleArg(T), codegen::getCPUStr(), codegen::getFeaturesStr(),
+      codegen::InitTargetOptionsFromCodeGenFlags(T), Reloc, codegen::getExplicitCodeModel(),
+      CodeGenOptLevel::None));
   if (!TM)
     throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() + "'");
   codegen::setFunctionAttributes(codegen::getCPUStr(), codegen::getFeaturesStr(), M);
@@ -123,7 +126,7 @@ std::unique_ptr<TargetMachine> createCodeGenTargetMachine(Module &M, int Level,
     throw CompileError("codegen level must be 0-3, not " + std::to_string(Level));
   TargetOptions Options = codegen::InitTargetOptionsFromCodeGenFlags(T);
   std::unique_ptr<TargetMachine> TM(TheTarget->createTargetMachine(
-      T.getTriple(), codegen::getCPUStr(), codegen::getFeaturesStr(), Options,
+      targetTripleArg(T), codegen::getCPUStr(), codegen::getFeaturesStr(), Options,
       parseRelocModel(RelocModel), codegen::getExplicitCodeModel(), *OptLevel));
   if (!TM)
     throw CompileError(M.getModuleIdentifier() + ": no target machine for '" + T.str() + "'");

@@ -1,7 +1,7 @@
 //===- CallbackRunner.h - A function as the inliner's policy -----*- C++ -*-===//
 //
 // Contract: an InlinePolicyRunner that hands each call site's 38 features
-// (int64, llvm::FeatureMap order, one contiguous row) and the stock
+// (int64, inlinerFeatures() order, one contiguous row) and the stock
 // heuristic's decision to a function and answers what it returns. The
 // function must return 0 or 1; it is responsible for its own errors (the
 // Python binding records an exception and answers the heuristic's decision
@@ -27,20 +27,20 @@ public:
   CallbackRunner(llvm::LLVMContext &Ctx, InlineDecisionFunction Decide)
       : InlinePolicyRunner(Ctx, Kind::Development), Decide(std::move(Decide)) {
     Row.fill(0);
-    for (size_t I = 0; I < llvm::FeatureMap.size(); ++I)
-      setUpBufferForTensor(I, llvm::FeatureMap[I], &Row[I]);
+    for (size_t I = 0; I < inlinerFeatures().size(); ++I)
+      setUpBufferForTensor(I, inlinerFeatures()[I], &Row[I]);
   }
 
 private:
   void *evaluateUntyped() override {
     try { // nothing may unwind through LLVM's frames
-      Decision = Decide(Row.data(), llvm::FeatureMap.size(), DefaultDecision);
+      Decision = Decide(Row.data(), inlinerFeatures().size(), DefaultDecision);
     } catch (...) {
       Decision = DefaultDecision;
     }
     return &Decision;
   }
-  std::array<int64_t, llvm::NumberOfFeatures> Row;
+  std::array<int64_t, InlinerFeatureCount> Row;
   InlineDecisionFunction Decide;
   int64_t Decision = 0;
 };

@@ -1,4 +1,5 @@
 #include "HeuristicInlineDecision.h"
+#include "LLVMVersion.h"
 
 #include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/BlockFrequencyInfo.h"
@@ -50,8 +51,13 @@ bool heuristicInlineDecision(CallBase &CB, FunctionAnalysisManager &FAM,
   };
   // shouldInline only reports to ORE when remarks are enabled; the decision
   // itself is what the default advisor acts on.
-  return shouldInline(CB, Cost, ORE, Params.EnableDeferral.value_or(inlineDeferralOption()))
-      .has_value();
+  bool Deferral = Params.EnableDeferral.value_or(inlineDeferralOption());
+#if LLVM_VERSION_MAJOR >= 20
+  TargetTransformInfo &CalleeTTI = FAM.getResult<TargetIRAnalysis>(*CB.getCalledFunction());
+  return shouldInline(CB, CalleeTTI, Cost, ORE, Deferral).has_value();
+#else
+  return shouldInline(CB, Cost, ORE, Deferral).has_value();
+#endif
 }
 
 } // namespace mlopt

@@ -1,7 +1,7 @@
 //===- InlinePolicyRunner.h - mlopt's inliner model runners -----*- C++ -*-===//
 //
 // Contract: an llvm::MLModelRunner over LLVM 19's 38 inliner features
-// (llvm::FeatureMap order) whose evaluate<int64_t>() is the inlining
+// (inlinerFeatures() order) whose evaluate<int64_t>() is the inlining
 // decision. Before each evaluation the advisor calls setDefaultDecision()
 // with the stock heuristic's answer for the same call site, so a runner can
 // fall back to it (a dead host, a stalled model). Input buffers are never
@@ -15,6 +15,7 @@
 
 #include "TensorSpec.h"
 
+#include "LLVMVersion.h"
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 #include "llvm/Analysis/MLModelRunner.h"
 #include "llvm/Analysis/TensorSpec.h"
@@ -33,17 +34,21 @@ public:
   virtual const void *extraOutputData(size_t) const { return nullptr; }
 
 protected:
-  InlinePolicyRunner(llvm::LLVMContext &Ctx, Kind K)
-      : MLModelRunner(Ctx, K, llvm::FeatureMap.size()) {}
+  InlinePolicyRunner(llvm::LLVMContext &Ctx, Kind K, size_t NumInputs = InlinerFeatureCount)
+      : MLModelRunner(Ctx, K, NumInputs) {}
   int64_t DefaultDecision = 0;
 };
 
-/// No model: the decision is the stock heuristic's.
+/// No model: the decision is the stock heuristic's. Its inputs are the 38
+/// features, or any feature list LLVM hands over (a fallback when another
+/// runner cannot take that list).
 class HeuristicRunner final : public InlinePolicyRunner {
 public:
-  explicit HeuristicRunner(llvm::LLVMContext &Ctx) : InlinePolicyRunner(Ctx, Kind::NoOp) {
-    for (size_t I = 0; I < llvm::FeatureMap.size(); ++I)
-      setUpBufferForTensor(I, llvm::FeatureMap[I], nullptr);
+  explicit HeuristicRunner(llvm::LLVMContext &Ctx) : HeuristicRunner(Ctx, inlinerFeatures()) {}
+  HeuristicRunner(llvm::LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features)
+      : InlinePolicyRunner(Ctx, Kind::NoOp, Features.size()) {
+    for (size_t I = 0; I < Features.size(); ++I)
+      setUpBufferForTensor(I, Features[I], nullptr);
   }
 
 private:

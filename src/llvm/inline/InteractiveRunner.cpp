@@ -52,8 +52,8 @@ InteractiveRunner::InteractiveRunner(LLVMContext &Ctx, const std::string &Base,
                                      double TimeoutSeconds, bool IncludeDefault)
     : InlinePolicyRunner(Ctx, Kind::Interactive), Base(Base), TimeoutMs(int(TimeoutSeconds * 1000)),
       IncludeDefault(IncludeDefault) {
-  for (size_t I = 0; I < FeatureMap.size(); ++I)
-    setUpBufferForTensor(I, FeatureMap[I], nullptr);
+  for (size_t I = 0; I < inlinerFeatures().size(); ++I)
+    setUpBufferForTensor(I, inlinerFeatures()[I], nullptr);
   if (!HostFailed)
     openChannels();
 }
@@ -161,10 +161,10 @@ void *InteractiveRunner::evaluateUntyped() {
     return &DefaultDecision;
   try {
     Out->startObservation();
-    for (size_t I = 0; I < FeatureMap.size(); ++I)
-      Out->logTensorValue(I, getTensorUntyped(I), FeatureMap[I].getTotalTensorBufferSize());
+    for (size_t I = 0; I < inlinerFeatures().size(); ++I)
+      Out->logTensorValue(I, getTensorUntyped(I), inlinerFeatures()[I].getTotalTensorBufferSize());
     if (IncludeDefault)
-      Out->logTensorValue(FeatureMap.size(), &DefaultDecision, sizeof(DefaultDecision));
+      Out->logTensorValue(inlinerFeatures().size(), &DefaultDecision, sizeof(DefaultDecision));
     Out->endObservation();
     Out->flush();
   } catch (const std::exception &E) {

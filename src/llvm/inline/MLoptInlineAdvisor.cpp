@@ -113,9 +113,31 @@ MLoptInlineAdvisor::MLoptInlineAdvisor(Module &M, ModuleAnalysisManager &MAM,
                                        std::unique_ptr<InlinePolicyRunner> RunnerIn,
                                        std::function<bool(CallBase &)> DefaultAdvice,
                                        TrainingLogWriter *Log, DecisionTrace *Sites)
+#if LLVM_VERSION_MAJOR >= 22
+    // LLVM builds the runner from the final feature list (the 38, plus IR2Vec
+    // embeddings when a vocabulary is given); mlopt's runners take the 38, so
+    // any other list gets the heuristic (makeInlineAdvisor refuses IR2Vec first).
+    : MLInlineAdvisor(
+          M, MAM,
+          [&](const std::vector<llvm::TensorSpec> &Features) -> std::unique_ptr<MLModelRunner> {
+            if (Features.size() == InlinerFeatureCount)
+              return std::unique_ptr<MLModelRunner>(RunnerIn.release());
+            M.getContext().diagnose(PluginDiagnostic(
+                DS_Warning,
+                "mlopt: LLVM asks for " + std::to_string(Features.size()) +
+                    " inliner features (IR2Vec embeddings?); mlopt's runners take the " +
+                    std::to_string(InlinerFeatureCount) +
+                    ", so the stock heuristic decides and nothing is logged"));
+            Log = nullptr;
+            return std::make_unique<HeuristicRunner>(M.getContext(), Features);
+          },
+          std::move(DefaultAdvice)),
+#else
     : MLInlineAdvisor(M, MAM, std::unique_ptr<MLModelRunner>(RunnerIn.release()),
                       std::move(DefaultAdvice)),
-      Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Log(Log), Sites(Sites) {}
+#endif
+      Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Log(Log), Sites(Sites) {
+}
 
 MLoptInlineAdvisor::~MLoptInlineAdvisor() {
   if (Log)
@@ -134,9 +156,9 @@ MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB, OptimizationRemarkEmitter &
   if (!Log)
     return std::make_unique<MLInlineAdvice>(this, CB, ORE, Decision);
   std::string Row;
-  for (size_t I = 0; I < FeatureMap.size(); ++I)
+  for (size_t I = 0; I < inlinerFeatures().size(); ++I)
     Row.append(static_cast<const char *>(Runner.getTensorUntyped(I)),
-               FeatureMap[I].getTotalTensorBufferSize());
+               inlinerFeatures()[I].getTotalTensorBufferSize());
   const std::vector<mlopt::TensorSpec> &Extras = Runner.extraOutputs();
   for (size_t I = 0; I < Extras.size(); ++I)
     Row.append(static_cast<const char *>(Runner.extraOutputData(I)), Extras[I].byteSize());

@@ -12,8 +12,8 @@ PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx, std::shared_ptr<PolicyMod
     : InlinePolicyRunner(Ctx, Kind::Development), Model(std::move(ModelIn)), Shadow(Shadow) {
   static bool WarnedInProcess = false;
   Warned = PerRunnerWarnings ? &WarnedHere : &WarnedInProcess;
-  for (size_t I = 0; I < FeatureMap.size(); ++I)
-    setUpBufferForTensor(I, FeatureMap[I], Model->featureBuffer(I));
+  for (size_t I = 0; I < inlinerFeatures().size(); ++I)
+    setUpBufferForTensor(I, inlinerFeatures()[I], Model->featureBuffer(I));
 }
 
 void PolicyModelRunner::warnOnce(const std::string &Text) {
