@@ -23,7 +23,7 @@ def heuristic_logs(llvm_tools, plugin, corpus_modules, tmp_path_factory):
     logs = []
     for module in corpus_modules[:12]:
         log = out / f"{module.stem}.log"
-        opt(llvm_tools, module, out / "o.bc", *opt_flags(training_log=log))
+        opt(llvm_tools, module, out / "o.bc", *opt_flags(training_log=log, llvm=llvm_tools["major"]))
         logs.append(log)
     return logs
 

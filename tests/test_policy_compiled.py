@@ -27,14 +27,15 @@ def real_rows(llvm_tools, plugin, corpus_modules, tmp_path_factory):
     for module in corpus_modules:
         for name, flags, level in (("h", {}, "Oz"), ("a", {"model": always}, "Oz"), ("o3", {}, "O3")):
             log = out / f"{module.stem}.{name}.log"
-            opt(llvm_tools, module, out / "o.bc", *opt_flags(training_log=log, **flags), level=level)
+            opt(llvm_tools, module, out / "o.bc", *opt_flags(training_log=log, llvm=llvm_tools["major"], **flags),
+                level=level)
             logs.append(mlopt.read_log(log))
     vocab = mlopt.Vocab.from_logs(logs[::3], num_buckets=100)
     for seed in (3, 4):
         model = mlopt.InlinePolicy.random(vocab, hidden=(16,), seed=seed).export(out / f"r{seed}")
         for module in corpus_modules:
             log = out / f"{module.stem}.r{seed}.log"
-            opt(llvm_tools, module, out / "o.bc", *opt_flags(training_log=log, model=model))
+            opt(llvm_tools, module, out / "o.bc", *opt_flags(training_log=log, model=model, llvm=llvm_tools["major"]))
             logs.append(mlopt.read_log(log))
     return logs
 
