@@ -43,6 +43,7 @@ def cmd_trace(args) -> int:
 
 
 def cmd_eval(args) -> int:
+    from .._native import default_llvm
     from ..evaluation import (
         call_site_report,
                 evaluate,
@@ -87,8 +88,8 @@ def cmd_eval(args) -> int:
         print(format_summary(summary))
         if "verify_with_clang" in summary:
             v = summary["verify_with_clang"]
-            print(f"clang-19 + plugin: {v['modules'] - len(v['mismatches'])}/{v['modules']} modules with the "
-                  "same .text size")
+            print(f"clang-{default_llvm()} + plugin: {v['modules'] - len(v['mismatches'])}/{v['modules']} "
+                  "modules with the same .text size")
         print(f"per-module results: {files['modules_csv']}")
         for p in files.get("plots", []):
             print(f"plot: {p}")
@@ -121,7 +122,7 @@ def register(sub) -> None:
     ev.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for CSV, summary, plots")
     ev.add_argument("--call-sites", metavar="MODULE", help="also write every decision of MODULE with names")
     ev.add_argument("--verify-with-clang", action="store_true",
-                    help="recompile every module with stock clang-19 + the plugin and compare sizes")
+                    help="recompile every module with stock clang (of the LLVM used) + the plugin and compare sizes")
     ev.add_argument("--no-plots", action="store_true")
     ev.add_argument("--force", action="store_true", help="replace an existing evaluation in the directory")
     _pool_options(ev)

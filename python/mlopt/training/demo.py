@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._native import default_llvm
 from ..corpus import PACKAGES, corpus_entries, fetch_corpus, split_corpus
 from ..corpus.split import held_out
 from ..errors import OutputExistsError
@@ -70,6 +71,7 @@ def language_totals(rows: list) -> dict:
 def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
              say: Callable[[str], None] = print, quiet: bool = False) -> dict:
     out = Path(out)
+    llvm = default_llvm()  # what this run compiles with (workers inherit $MLOPT_LLVM or the same PATH)
     if (out / "demo.json").exists() and not force:
         raise OutputExistsError(str(out / "demo.json"))
     out.mkdir(parents=True, exist_ok=True)
@@ -117,7 +119,7 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
         stage("export and compile the policy")
         files = RunDir(es_dir).save_policy(chosen)
 
-        stage("evaluation on the held-out split (in process, then stock clang-19 + the plugin)")
+        stage(f"evaluation on the held-out split (in process, then stock clang-{llvm} + the plugin)")
         ev = evaluate(files["policy_so"], out / "splits" / "heldout", pool=pool, quiet=quiet)
     verified = verify_with_clang(ev.rows, heldout, files["policy_so"], threads=config.workers)
     summary = language_totals(ev.rows)
@@ -130,7 +132,7 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
     except Exception as e:  # plots are optional
         say(f"         no plots: {e}")
     stage("done")
-    result = {"config": config.__dict__, "modules": {"train": len(train), "validation": len(validation),
+    result = {"config": config.__dict__, "llvm": llvm, "modules": {"train": len(train), "validation": len(validation),
                                                      "heldout": len(heldout)},
               "bc": bc.report(), "es": {"iterations": trainer.iteration, "validation_start": start_val,
                                         "best_validation_delta_percent": trainer.best},
@@ -149,9 +151,11 @@ def format_result(result: dict) -> str:
         lines.append(f"{name:<10}{t['modules']:>8}{t['heuristic_text']:>12}{t['policy_text']:>14}"
                      f"{t['delta_percent']:>+9.2f}%{t['wins']:>6}{t['losses']:>7}")
     v = result["verify_with_clang"]
-    lines.append(f"stock clang-19 + plugin: {v['modules'] - len(v['mismatches'])}/{v['modules']} modules "
+    llvm = result.get("llvm", 19)
+    lines.append(f"stock clang-{llvm} + plugin: {v['modules'] - len(v['mismatches'])}/{v['modules']} modules "
                  "with the in-process .text size")
     lines.append(f"policy: {result['files'].get('policy_so')}")
     lines += [f"plot: {p}" for p in result["files"]["plots"]]
-    lines.append(f"use it: clang-19 -Oz $(mlopt clang-flags --model {result['files'].get('policy_so')}) -c a.c")
+    flags = f"$(mlopt clang-flags --llvm {llvm} --model {result['files'].get('policy_so')})"
+    lines.append(f"use it: clang-{llvm} -Oz {flags} -c a.c")
     return "\n".join(lines)
