@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -9,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+# These benchmarks time LLVM 19's tools (opt-19, llc-19, clang-19) against mlopt:
+# mlopt uses LLVM 19 too unless MLOPT_LLVM says otherwise.
+os.environ.setdefault("MLOPT_LLVM", "19")
 # Benchmarks are scripts run from a checkout: the test corpus builder is theirs too.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import mlopt  # noqa: E402

@@ -55,7 +55,8 @@ def elf_text_size(data: bytes) -> int:
 def subprocess_one(module: Path, policy: Path, plugin: str, work: Path):
     stem = work / module.stem
     subprocess.run(["opt-19", f"-load-pass-plugin={plugin}", f"-mlopt-inline-model={policy}",
-                    f"-mlopt-inline-training-log={stem}.log", "-passes=default<Oz>", str(module),
+                    f"-mlopt-inline-training-log={stem}.log", "-mlopt-inline-training-log-overwrite",
+                    "-passes=default<Oz>", str(module),
                     "-o", f"{stem}.opt.bc"], check=True, stderr=subprocess.PIPE)
     subprocess.run(["llc-19", "-filetype=obj", f"{stem}.opt.bc", "-o", f"{stem}.o"], check=True)
     return elf_text_size(Path(f"{stem}.o").read_bytes()), mlopt.read_log(f"{stem}.log")
@@ -87,7 +88,9 @@ def main() -> None:
         work = Path(tmp)
         (work / "corpus").mkdir()
         paths = bench_corpus(work / "corpus", args.limit)
-        modules = [mlopt.Module(p) for p in paths]
+        # opt-19 + llc-19 as the subprocess side runs them (a module without a command
+        # line is otherwise compiled as clang -Oz -c would: PIE, SLP on).
+        modules = [mlopt.Module(p, opt_level="Oz", reloc_model="static") for p in paths]
         traces = [r.log for r in mlopt.compile_many(modules, codegen=False)]
         so = mlopt.compile_policy(random_policy(traces).export(work / "policy"), work / "policy.so")
         loaded = mlopt.load_policy(so)

@@ -52,7 +52,8 @@ def main() -> int:
         "stock": opt,
         "plugin": opt + load,
         "ml-advisor": opt + load + ["-mlopt-inline-ml-advisor"],
-        "log": opt + load + [f"-mlopt-inline-training-log={work / 'bench.log'}"],
+        "log": opt + load + [f"-mlopt-inline-training-log={work / 'bench.log'}",
+                             "-mlopt-inline-training-log-overwrite"],
         "tflite": opt + load + [f"-mlopt-inline-model={model}"],
         "tflite-shadow": opt + load + [f"-mlopt-inline-model={model}", "-mlopt-inline-model-shadow"],
     }

@@ -26,6 +26,7 @@ time spent inside the engine (LLVM + policy), and the cache hit rate.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -35,8 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-import mlopt
-from mlopt.compiler.plugin import plugin_path
+os.environ.setdefault("MLOPT_LLVM", "19")  # it times clang-19 -cc1 + the plugin against mlopt on LLVM 19
+import mlopt  # noqa: E402
+from mlopt.compiler.plugin import plugin_path  # noqa: E402
 from mlopt.corpus import corpus_entries, fetch_corpus
 from mlopt.evaluation import text_size
 from mlopt.problems import inlining

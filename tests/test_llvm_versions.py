@@ -116,3 +116,33 @@ def test_a_policy_trained_on_llvm19_logs_runs_on_llvm22(modules19, tmp_path):
                         f"-mlopt-inline-model={model}", "-passes=default<Oz>", str(p), "-o", str(ref)], check=True)
         assert out.read_bytes() == ref.read_bytes()
     assert decided_differently > 0  # the policy is not the heuristic everywhere: the check has teeth
+
+
+def test_a_plugin_loaded_by_another_major_fails_with_a_message_not_a_crash(tmp_path):
+    """LLVM 22's plugin in opt-19 or clang-19 says which plugin to use (exit
+    1, before any of its LLVM code runs); LLVM 19's in opt-22 is refused by
+    LLVM's loader (a missing symbol). Neither dies of a signal."""
+    _require(19, 22)
+    src = tmp_path / "a.c"
+    src.write_text("static int f(int x) { return x + 1; }\nint g(int y) { return f(y) * 2; }\n")
+    bc = tmp_path / "a.bc"
+    subprocess.run(["clang-19", "-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm", "-c", str(src), "-o", str(bc)],
+                   check=True)
+    plugin = mlopt.compiler.plugin.plugin_path
+    runs = {
+        "opt-19 + 22": ["opt-19", f"-load-pass-plugin={plugin(22)}", "-passes=default<Oz>", str(bc), "-o",
+                        str(tmp_path / "o.bc")],
+        "clang-19 + 22": ["clang-19", "-Oz", *mlopt.compiler.plugin.clang_flags(llvm=22), "-c", str(src), "-o",
+                          str(tmp_path / "a.o")],
+        "opt-22 + 19": ["opt-22", f"-load-pass-plugin={plugin(19)}", "-passes=default<Oz>", str(bc), "-o",
+                        str(tmp_path / "o.bc")],
+    }
+    for name, argv in runs.items():
+        r = subprocess.run(argv, capture_output=True, text=True)
+        assert r.returncode == 1, (name, r.returncode, r.stderr)
+        if name.endswith("+ 22"):
+            assert ("error: mlopt: this pass plugin is for LLVM 22, but the compiler loading it runs LLVM 19."
+                    in r.stderr), r.stderr
+            assert "mlopt plugin-path --llvm 19" in r.stderr
+        else:
+            assert "Could not load library" in r.stderr
