@@ -18,6 +18,7 @@ get it, the first time it is needed (never at ``import mlopt``).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -53,8 +54,10 @@ def _engine_built(major: int) -> bool:
     return any(native_dir().glob(f"_engine{major}.*"))
 
 
+@functools.cache
 def built_majors() -> tuple[int, ...]:
-    """The LLVM majors whose parts (engine or plugin) this installation has."""
+    """The LLVM majors whose parts (engine or plugin) this installation has
+    (looked up once per process: an installation does not change under it)."""
     return tuple(m for m in LLVM_MAJORS if _engine_built(m) or (native_dir() / "lib" / f"llvm-{m}" /
                                                                 PLUGIN_NAME).is_file())
 

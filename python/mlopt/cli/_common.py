@@ -38,21 +38,22 @@ def llvm_major(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def positive_int(text: str) -> int:
+def _number(text: str, convert, noun: str):
     try:
-        value = int(text)
+        return convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not {noun}: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _number(text, int, "an integer")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _number(text, float, "a number")
     if not value > 0:  # also rejects nan
         raise argparse.ArgumentTypeError(f"must be positive, not {value}")
     return value
@@ -60,37 +61,33 @@ def positive_float(text: str) -> float:
 
 def fraction(text: str) -> float:
     """A number strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _number(text, float, "a number")
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value}")
     return value
 
 
-def int_list(text: str) -> tuple[int, ...]:
-    """``64,64`` -> (64, 64); every entry a positive integer."""
+def _positive_list(text: str, convert, what: str, example: str, allow_empty: bool) -> tuple:
+    """Comma-separated positive values (``what``: "sizes", "numbers")."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     try:
-        values = tuple(int(p) for p in parts)
+        values = tuple(convert(p) for p in parts)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated sizes like 64,64, got {text!r}") from None
-    if any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"sizes must be at least 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated {what} like {example}, got {text!r}") from None
+    if (not values and not allow_empty) or any(not v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{what} must be {'at least 1' if convert is int else 'positive'}, "
+                                         f"got {text!r}")
     return values
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    """``64,64`` -> (64, 64); every entry a positive integer."""
+    return _positive_list(text, int, "sizes", "64,64", allow_empty=True)  # "": no hidden layer
 
 
 def float_list(text: str) -> tuple[float, ...]:
     """``1,4,16`` -> (1.0, 4.0, 16.0); every entry a positive number."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    try:
-        values = tuple(float(p) for p in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers like 1,4,16, got {text!r}") from None
-    if not values or any(not v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"numbers must be positive, got {text!r}")
-    return values
+    return _positive_list(text, float, "numbers", "1,4,16", allow_empty=False)
 
 
 def error_line(e: BaseException) -> str:

@@ -159,6 +159,17 @@ def cmd_train_search(args) -> int:
     return 0
 
 
+def _rollout_trainer_options(parser) -> None:
+    """What the trainers that compile on a pool share: workers, output, verbosity."""
+    parser.add_argument("--workers", type=positive_int, metavar="N")
+    parser.add_argument("--ray", metavar="ADDRESS")
+    parser.add_argument("--timeout", type=positive_float, default=600.0, metavar="S")
+    parser.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
+    parser.add_argument("--force", action="store_true", help="replace an existing run directory's files")
+    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--json", action="store_true")
+
+
 def register(sub) -> None:
     train = sub.add_parser("train", help="train policies: bc (imitate the heuristic), es (evolution strategies), "
                            "search (imitate searched trajectories)",
@@ -198,13 +209,7 @@ def register(sub) -> None:
     es.add_argument("--modules", type=positive_int, default=16, help="modules per perturbation (16)")
     es.add_argument("--seed", type=int, default=0)
     es.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
-    es.add_argument("--workers", type=positive_int, metavar="N")
-    es.add_argument("--ray", metavar="ADDRESS")
-    es.add_argument("--timeout", type=positive_float, default=600.0, metavar="S")
-    es.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
-    es.add_argument("--force", action="store_true", help="replace an existing run directory's files")
-    es.add_argument("--quiet", action="store_true")
-    es.add_argument("--json", action="store_true")
+    _rollout_trainer_options(es)
     es.set_defaults(func=cmd_train_es)
 
     se = add_command(tsub, "search", "search each module's decisions for smaller code, then imitate the best",
@@ -225,11 +230,5 @@ def register(sub) -> None:
     se.add_argument("--epochs", type=positive_int, default=4)
     se.add_argument("--lr", type=positive_float, default=1e-3)
     se.add_argument("--seed", type=int, default=0)
-    se.add_argument("--workers", type=positive_int, metavar="N")
-    se.add_argument("--ray", metavar="ADDRESS")
-    se.add_argument("--timeout", type=positive_float, default=600.0, metavar="S")
-    se.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
-    se.add_argument("--force", action="store_true", help="replace an existing run directory's files")
-    se.add_argument("--quiet", action="store_true")
-    se.add_argument("--json", action="store_true")
+    _rollout_trainer_options(se)
     se.set_defaults(func=cmd_train_search)

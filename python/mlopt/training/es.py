@@ -25,9 +25,8 @@ import numpy as np
 from ..corpus import CorpusEntry
 from ..errors import MloptError
 from ..policy import MLPPolicy
-from ..rollouts import RolloutTask, run_rollouts
 from .mlp_train import Adam
-from .validation import total_delta_percent
+from .validation import sizes_of, total_delta_percent
 
 
 @dataclass
@@ -117,11 +116,6 @@ class ESTrainer:
         path.write_bytes(unflatten(self.template, theta).to_tflite())
         return str(path)
 
-    def _evaluate(self, items: list[tuple[str, CorpusEntry]]) -> list[int | None]:
-        tasks = [RolloutTask(e, policy) for policy, e in items]
-        results = run_rollouts(tasks, pool=self.pool, quiet=True)
-        return [r.value.text_size if r.ok else None for r in results]
-
     def validate(self, theta: np.ndarray, work: Path) -> float | None:
         """Total .text delta (%) of ``theta`` against the heuristic on the validation modules."""
         return total_delta_percent(unflatten(self.template, theta), self.validation, self.baseline, work,
@@ -147,7 +141,7 @@ class ESTrainer:
                 for j in chosen[p]:
                     items.append((policy, self.train[j]))
                     owners.append((p, 0 if sign > 0 else 1))
-        sizes = self._evaluate(items)
+        sizes = sizes_of(items, pool=self.pool)
         rewards = np.zeros((cfg.perturbations, 2))
         counts = np.zeros((cfg.perturbations, 2))
         failed = np.zeros(cfg.perturbations, bool)

@@ -9,9 +9,9 @@ from ..corpus import CorpusEntry
 from ..rollouts import RolloutTask, run_rollouts
 
 
-def sizes_with(policy_path: str | None, entries: list[CorpusEntry], *, pool=None) -> list[int | None]:
-    """``.text`` bytes of each module compiled with the policy (None: failed)."""
-    results = run_rollouts([RolloutTask(e, policy_path) for e in entries], pool=pool, quiet=True)
+def sizes_of(items: list[tuple[str | None, CorpusEntry]], *, pool=None) -> list[int | None]:
+    """``.text`` bytes of each (policy path, module) compile (None: failed)."""
+    results = run_rollouts([RolloutTask(e, policy) for policy, e in items], pool=pool, quiet=True)
     return [r.value.text_size if r.ok else None for r in results]
 
 
@@ -24,7 +24,7 @@ def total_delta_percent(policy, entries: list[CorpusEntry], baseline: dict[str, 
     work.mkdir(parents=True, exist_ok=True)
     path = work / name
     path.write_bytes(policy.to_tflite())
-    sizes = sizes_with(str(path), entries, pool=pool)
+    sizes = sizes_of([(str(path), e) for e in entries], pool=pool)
     pairs = [(s, baseline[e.name]) for s, e in zip(sizes, entries) if s is not None]
     base = sum(b for _, b in pairs)
     return 100.0 * (sum(s for s, _ in pairs) - base) / base if base else None
