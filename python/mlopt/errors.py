@@ -64,6 +64,11 @@ class VocabError(MloptError, ValueError):
     """A vocabulary directory or file that cannot be used."""
 
 
+class IR2VecVocabError(VocabError):
+    """An IR2Vec vocabulary (LLVM 22's seed embeddings JSON) that LLVM cannot
+    read, or asked of an LLVM without IR2Vec."""
+
+
 class FeatureError(MloptError, KeyError):
     """A batch of features lacks a feature the policy needs, or has the wrong
     shape for it (the message names the feature)."""

@@ -28,6 +28,12 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// An IR2Vec vocabulary that LLVM cannot read (or an LLVM without IR2Vec).
+class IR2VecVocabError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
 } // namespace mlopt
 
 #endif

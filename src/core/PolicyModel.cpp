@@ -1,11 +1,11 @@
 #include "PolicyModel.h"
-
 #include "CompiledPolicy.h"
 #include "Json.h"
 #include "LiteRtModel.h"
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -76,9 +76,7 @@ std::string shapeText(const std::vector<int64_t> &Shape) {
   return Out + "]";
 }
 
-std::string specText(const TensorSpec &S) {
-  return std::string(tensorTypeName(S.type())) + " " + shapeText(S.shape());
-}
+std::string specText(const TensorSpec &S) { return S.typeAndShape(); }
 
 /// Does model tensor `T` stand for `Name` at `Port` (with optional prefix)?
 bool matches(const ModelTensor &T, const std::string &Prefix, const std::string &Name, int Port) {
@@ -158,6 +156,11 @@ bool isTrainingOnlyInput(const ModelTensor &T, const std::string &Prefix, Tensor
   return false;
 }
 
+bool isOptional(const PolicyLoadOptions &Opts, const std::string &Name) {
+  return std::find(Opts.OptionalFeatures.begin(), Opts.OptionalFeatures.end(), Name) !=
+         Opts.OptionalFeatures.end();
+}
+
 /// A PolicyModel over a model backend (LiteRtModel or CompiledPolicy: the
 /// same inputs/outputs/inputData/outputData/run interface).
 template <class Backend> class BoundPolicyModel final : public PolicyModel {
@@ -184,6 +187,11 @@ private:
         if (!Used[J] && matches(In[J], Opts.FeedPrefix, F.name(), F.port()))
           Found = J;
       std::string Expected = Opts.FeedPrefix + F.name() + ":" + std::to_string(F.port());
+      if (Found == In.size() && isOptional(Opts, F.name())) {
+        Scratch.emplace_back(std::max<size_t>(F.byteSize(), 1), 0);
+        FeatureBuffers.push_back(Scratch.back().data());
+        continue;
+      }
       if (Found == In.size())
         throw PolicyError(File + ": model has no input for feature '" + F.name() +
                           "' (expected tensor '" + Expected + "', " + specText(F) + ")");
@@ -195,6 +203,7 @@ private:
         throw PolicyError(File + ": input '" + T.TensorName + "' has shape " + shapeText(T.Shape) +
                           ", expected " + specText(F));
       Used[Found] = true;
+      Scratch.emplace_back();
       FeatureBuffers.push_back(Model->inputData(Found));
     }
     for (size_t J = 0; J < In.size(); ++J) {

@@ -18,6 +18,11 @@
 //    spec (signature or tensor name) or the only output; no extras;
 //  - a compiled policy .so (CompiledPolicy.h: mlopt's versioned C ABI;
 //    its output spec is embedded).
+// Features named in PolicyLoadOptions::OptionalFeatures may have no model
+// input (a policy trained without LLVM 22's IR2Vec embeddings runs where
+// the compiler provides them): their featureBuffer() is scratch memory the
+// model never reads, and featureBound() is false. A model input that is no
+// feature is still an error, naming the tensor.
 // Tensor names are matched as LLVM does ("<prefix><name>:<port>"); the
 // signature names of TensorFlow's converter ("<name>", "<prefix><name>") are
 // accepted too. Model inputs LLVM declares for training only (discount,
@@ -51,7 +56,8 @@ public:
 struct PolicyLoadOptions {
   std::string FeedPrefix = "action_"; // LLVM's -ml-inliner-trained-model-feed-prefix
   std::string DecisionName = "inlining_decision";
-  std::string LiteRtLibrary; // empty: liteRtLibraryCandidates()
+  std::string LiteRtLibrary;                 // empty: liteRtLibraryCandidates()
+  std::vector<std::string> OptionalFeatures; // may have no model input
 };
 
 class PolicyModel {
@@ -60,6 +66,9 @@ public:
   const std::string &path() const { return Path; }
   const std::vector<TensorSpec> &features() const { return Features; }
   void *featureBuffer(size_t I) { return FeatureBuffers[I]; }
+  /// Whether feature I feeds a model input (false: an optional feature the
+  /// model does not take).
+  bool featureBound(size_t I) const { return Scratch[I].empty(); }
 
   /// Runs the policy on the current feature buffers.
   virtual void evaluate() = 0;
@@ -84,6 +93,7 @@ protected:
   std::string Path;
   std::vector<TensorSpec> Features;
   std::vector<void *> FeatureBuffers;
+  std::vector<std::vector<unsigned char>> Scratch; // per feature; empty when bound
   TensorSpec DecisionSpec{"inlining_decision", TensorType::Int64, {1}};
   const void *DecisionData = nullptr;
   std::vector<TensorSpec> Extras;

@@ -15,6 +15,9 @@ std::shared_ptr<PolicyModelPool> PolicyModelPool::load(std::string Path,
   Pool->Kind = First->kind();
   Pool->Decision = First->decisionSpec();
   Pool->Extras = First->extraOutputs();
+  for (size_t I = 0; I < Pool->Features.size(); ++I)
+    if (First->featureBound(I))
+      Pool->Inputs.push_back(Pool->Features[I]);
   Pool->Idle.push_back(std::move(First));
   Pool->Loaded = 1;
   return Pool;

@@ -33,6 +33,8 @@ public:
   const std::string &path() const { return Path; }
   const std::string &kind() const { return Kind; }
   const std::vector<TensorSpec> &features() const { return Features; }
+  /// The features the model takes (features() less optional ones it lacks).
+  const std::vector<TensorSpec> &modelInputs() const { return Inputs; }
   const TensorSpec &decisionSpec() const { return Decision; }
   const std::vector<TensorSpec> &extraOutputs() const { return Extras; }
   size_t loadedInstances() const;
@@ -41,6 +43,7 @@ private:
   PolicyModelPool(std::string Path, std::vector<TensorSpec> Features, PolicyLoadOptions Options);
   std::string Path;
   std::vector<TensorSpec> Features;
+  std::vector<TensorSpec> Inputs;
   PolicyLoadOptions Options;
   std::string Kind;
   TensorSpec Decision{"", TensorType::Int64, {1}};

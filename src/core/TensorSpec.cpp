@@ -126,4 +126,11 @@ TensorSpec TensorSpec::fromJSON(const json::Value &V) {
   return TensorSpec(N, *T, std::move(Dims), int(Port->asInt()));
 }
 
+std::string TensorSpec::typeAndShape() const {
+  std::string Out = std::string(tensorTypeName(Type)) + " [";
+  for (size_t I = 0; I < Shape.size(); ++I)
+    Out += (I ? "," : "") + std::to_string(Shape[I]);
+  return Out + "]";
+}
+
 } // namespace mlopt

@@ -79,6 +79,8 @@ public:
   /// Appends {"name":..,"type":..,"port":..,"shape":[..]}.
   void appendJSON(std::string &Out) const;
   std::string toJSON() const;
+  /// "int64_t [1]": the type and shape, for messages.
+  std::string typeAndShape() const;
   /// Throws SpecError("<reason>") for a malformed description.
   static TensorSpec fromJSON(const json::Value &V);
 

@@ -54,6 +54,8 @@ inline void translateError(const std::exception_ptr &P, void *) {
                                              ": " + E.what()));
   } catch (const ModuleError &E) {
     raisePythonError(errorClass("ModuleError")(E.what()));
+  } catch (const IR2VecVocabError &E) {
+    raisePythonError(errorClass("IR2VecVocabError")(E.what()));
   } catch (const CompileError &E) {
     raisePythonError(errorClass("CompileError")(E.what()));
   } catch (const FileError &E) {

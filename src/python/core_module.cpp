@@ -470,16 +470,19 @@ NB_MODULE(_core, m) {
           "load",
           [](const std::string &Path, const std::vector<TensorSpec> &Features,
              const std::string &FeedPrefix, const std::string &DecisionName,
-             const std::string &Library) {
+             const std::string &Library, const std::vector<std::string> &Optional) {
             PolicyLoadOptions Opts;
             Opts.FeedPrefix = FeedPrefix;
             Opts.DecisionName = DecisionName;
             Opts.LiteRtLibrary = Library;
+            Opts.OptionalFeatures = Optional;
             nb::gil_scoped_release NoGil;
             return PolicyModelPool::load(Path, Features, Opts);
           },
-          "path"_a, "features"_a, "feed_prefix"_a, "decision_name"_a, "litert_library"_a = "")
+          "path"_a, "features"_a, "feed_prefix"_a, "decision_name"_a, "litert_library"_a = "",
+          "optional_features"_a = std::vector<std::string>())
       .def_prop_ro("path", &PolicyModelPool::path)
+      .def_prop_ro("model_inputs", &PolicyModelPool::modelInputs)
       .def_prop_ro("kind", &PolicyModelPool::kind)
       .def_prop_ro("features", &PolicyModelPool::features)
       .def_prop_ro("decision", &PolicyModelPool::decisionSpec)

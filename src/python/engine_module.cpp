@@ -66,16 +66,24 @@ struct CallbackState {
   bool Failed() const { return Error.has_value() || !BadAnswer.empty(); }
 };
 
-int64_t callPython(CallbackState &S, const int64_t *Features, size_t Count, int64_t Default) {
+template <typename T> nb::ndarray<nb::numpy, T> copiedArray(const T *Data, size_t Count) {
+  auto *Copy = new T[Count + 1];
+  std::memcpy(Copy, Data, Count * sizeof(T));
+  nb::capsule Owner(Copy, [](void *P) noexcept { delete[] static_cast<T *>(P); });
+  return nb::ndarray<nb::numpy, T>(Copy, {Count}, Owner);
+}
+
+/// Calls the policy with the int64 inputs, and the float inputs (IR2Vec's
+/// embeddings) as a second argument when there are any.
+int64_t callPython(CallbackState &S, const int64_t *Ints, size_t IntCount, const float *Floats,
+                   size_t FloatCount, int64_t Default) {
   nb::gil_scoped_acquire Gil;
   if (S.Failed())
     return Default;
   try {
-    auto *Row = new int64_t[Count];
-    std::memcpy(Row, Features, Count * sizeof(int64_t));
-    nb::capsule Owner(Row, [](void *P) noexcept { delete[] static_cast<int64_t *>(P); });
-    nb::ndarray<nb::numpy, int64_t> Array(Row, {Count}, Owner);
-    nb::object Answer = S.Callable(Array);
+    nb::object Answer =
+        FloatCount ? S.Callable(copiedArray(Ints, IntCount), copiedArray(Floats, FloatCount))
+                   : S.Callable(copiedArray(Ints, IntCount));
     int64_t D = -1;
     if (!nb::try_cast<int64_t>(Answer, D) || (D != 0 && D != 1)) {
       S.BadAnswer = nb::cast<std::string>(nb::repr(Answer));
@@ -92,7 +100,8 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                         const std::string &TargetTriple, const std::string &RelocModel,
                         int LoopVectorize, int SLPVectorize, bool KeepObject, bool CallSites,
                         SizeCache *Cache, std::shared_ptr<PolicyModelPool> Pool,
-                        nb::object Callable, const std::string &Forced) {
+                        nb::object Callable, const std::string &Forced,
+                        const std::string &IR2VecVocab) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -106,35 +115,34 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   if (Forced.find_first_not_of("01") != std::string::npos)
     throw nb::value_error("forced decisions must be a string of '0' and '1'");
   Options.ForcedDecisions = Forced;
+  Options.IR2VecVocab = IR2VecVocab;
 
   CallbackState Callback;
   Callback.Callable = Callable;
   std::shared_ptr<PolicyModel> Model;
   RunnerFactory Factory;
   CompileOutput Out;
-  if (Pool && Pool->features() != inlinerFeatureSpecs())
-    throw PolicyError(Pool->path() + ": the policy is bound to other features than LLVM's " +
-                      std::to_string(inlinerFeatureSpecs().size()) +
-                      " inliner features; it cannot decide inlining");
   {
     nb::gil_scoped_release NoGil;
     if (Pool) {
       // Acquired before LLVM runs: loading may throw, LLVM frames must not see it.
+      // The runner binds LLVM's inputs to the model's by name and throws
+      // (an error diagnostic, so CompileError) when the model needs one LLVM
+      // does not give.
       Model = Pool->acquire();
-      Factory = [&Model](llvm::LLVMContext &Ctx) -> std::unique_ptr<InlinePolicyRunner> {
-        return std::make_unique<PolicyModelRunner>(Ctx, Model, /*Shadow=*/false,
+      Factory = [&Model](llvm::LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features)
+          -> std::unique_ptr<InlinePolicyRunner> {
+        return std::make_unique<PolicyModelRunner>(Ctx, Features, Model, /*Shadow=*/false,
                                                    /*PerRunnerWarnings=*/true);
       };
     } else if (Callable.is_valid() && !Callable.is_none()) {
-      Factory = [&Callback](llvm::LLVMContext &Ctx) -> std::unique_ptr<InlinePolicyRunner> {
-        return std::make_unique<CallbackRunner>(Ctx,
-                                                [&Callback](const int64_t *F, size_t N, int64_t D) {
-                                                  return callPython(Callback, F, N, D);
-                                                });
-      };
-    } else {
-      Factory = [](llvm::LLVMContext &Ctx) -> std::unique_ptr<InlinePolicyRunner> {
-        return std::make_unique<HeuristicRunner>(Ctx);
+      Factory = [&Callback](llvm::LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features)
+          -> std::unique_ptr<InlinePolicyRunner> {
+        return std::make_unique<CallbackRunner>(
+            Ctx, Features,
+            [&Callback](const int64_t *I, size_t NI, const float *F, size_t NF, int64_t D) {
+              return callPython(Callback, I, NI, F, NF, D);
+            });
       };
     }
     Out = compileModule(M.Bitcode, M.Name, Options, Factory);
@@ -212,7 +220,8 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
 
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a, "target_triple"_a,
         "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "call_sites"_a,
-        "cache"_a.none(), "policy"_a.none(), "callable"_a.none(), "forced"_a = "");
+        "cache"_a.none(), "policy"_a.none(), "callable"_a.none(), "forced"_a = "",
+        "ir2vec_vocab"_a = "");
 
   m.def(
       "function_properties",

@@ -1,5 +1,5 @@
-"""The in-process compiler: LLVM 19's optimizer and code generator inside
-Python, with the plugin's inline advisor and policy runners.
+"""The in-process compiler: LLVM's optimizer and code generator (19 or 22)
+inside Python, with the plugin's inline advisor and policy runners.
 
     import mlopt
     m = mlopt.Module("lz4.bc")                       # .bc/.ll path or bytes
@@ -84,33 +84,65 @@ class TextSizeCache:
         return self._cache.size
 
 
-def _resolve_policy(policy):
-    """(C++ policy pool, python callable) for a policy argument."""
+def _resolve_policy(policy, vocab: str = ""):
+    """(C++ policy pool, python callable) for a policy argument, checked
+    against the compile's IR2Vec vocabulary (its path, or "")."""
     if policy is None:
         return None, None
     if isinstance(policy, (str, os.PathLike)):
-        policy = load_policy(policy, inlining.PROBLEM)
+        policy = load_policy(policy, _problem_of(vocab))
     if isinstance(policy, LoadedPolicy):
-        _check_problem(policy)
+        _check_problem(policy, vocab)
         return policy.pool, None
     if isinstance(policy, MLPPolicy):
-        _check_problem(policy)
-        return None, _decision_callable(policy.decide)
+        _check_problem(policy, vocab)
+        return None, _decision_callable(policy.decide, _takes_embeddings(policy.problem))
     if callable(policy):
-        return None, _decision_callable(policy)
+        return None, _decision_callable(policy, None)
     raise TypeError(f"policy must be None, a loaded policy, a path, an InlinePolicy or a callable, "
                     f"not {type(policy).__name__}")
 
 
-def _check_problem(policy) -> None:
-    if policy.problem != inlining.PROBLEM:
-        raise PolicyError(f"{policy!r} is a policy for {policy.problem.name!r}; compile() needs an "
-                          "inlining policy")
+def _problem_of(vocab: str):
+    """The inlining problem a compile with this IR2Vec vocabulary (or none) poses."""
+    return inlining.with_ir2vec(inlining.ir2vec_dimension(vocab)) if vocab else inlining.PROBLEM
 
 
-def _decision_callable(fn: Callable) -> Callable:
-    def call(row: np.ndarray):
-        answer = fn(row)
+def _takes_embeddings(problem) -> bool:
+    return any(name in problem.feature_names for name in inlining.EMBEDDINGS)
+
+
+def _check_problem(policy, vocab: str) -> None:
+    problem = policy.problem
+    if problem.name != inlining.PROBLEM.name and not problem.name.startswith(inlining.IR2VEC + ":"):
+        raise PolicyError(f"{policy!r} is a policy for {problem.name!r}; compile() needs an inlining policy")
+    inputs = [s.name for s in problem.features]
+    if isinstance(policy, LoadedPolicy):
+        inputs = policy.inputs  # the features the model takes
+    takes = [n for n in inlining.EMBEDDINGS if n in inputs]
+    if takes and not vocab:
+        raise PolicyError(f"{policy!r} takes {takes[0]!r} (IR2Vec): compile with ir2vec_vocab=<vocabulary.json> "
+                          "on LLVM 22")
+    if takes and vocab:
+        want = problem.features[problem.feature_names.index(takes[0])]
+        dim = inlining.ir2vec_dimension(vocab)
+        if list(want.shape) != [dim]:
+            raise PolicyError(f"{policy!r} takes {takes[0]!r} as {want.type} {list(want.shape)}, but the "
+                              f"vocabulary {vocab} gives {dim}-d embeddings")
+
+
+def _decision_callable(fn: Callable, with_embeddings: bool | None) -> Callable:
+    """The engine calls it with the int64 features, and the float embeddings
+    as a second array when the compile has an IR2Vec vocabulary.
+    ``with_embeddings``: True: one float64 row, ints then embeddings; False:
+    the int64 features only; None: as the engine calls it."""
+    def call(ints: np.ndarray, floats: np.ndarray | None = None):
+        if with_embeddings:
+            answer = fn(np.concatenate([ints.astype(np.float64), floats.astype(np.float64)]))
+        elif with_embeddings is None and floats is not None:
+            answer = fn(ints, floats)
+        else:
+            answer = fn(ints)
         a = np.asarray(answer)
         if a.size == 1 and a.dtype.kind in "biu":
             return int(a.reshape(()))
@@ -153,7 +185,7 @@ def _forced(decisions) -> str:
 
 def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
              keep_object: bool, call_sites: bool = False, cache: TextSizeCache | None = None,
-             forced: str = "") -> CompileResult:
+             forced: str = "", vocab: str = "") -> CompileResult:
     if cache is not None and not isinstance(cache, TextSizeCache):
         raise TypeError(f"cache must be a TextSizeCache, not {type(cache).__name__}")
     if cache is not None and cache.llvm != module.llvm:
@@ -164,7 +196,7 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
     tri = lambda flag: -1 if flag is None else int(flag)  # noqa: E731
     raw = engine(module.llvm).compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
                            tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, call_sites,
-                           cache._cache if cache is not None else None, pool, callback, forced)
+                           cache._cache if cache is not None else None, pool, callback, forced, vocab)
     log_bytes = raw["log"]
     parsed = read_log(log_bytes) if log_bytes else None
     if parsed is not None:
@@ -181,7 +213,8 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
 def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeline: str | None = None,
             log: bool = True, *, codegen: bool = True, keep_object: bool = False,
             call_sites: bool = False, cache: TextSizeCache | None = None,
-            forced_decisions: str | Sequence[int] | None = None, llvm: int | str | None = None) -> CompileResult:
+            forced_decisions: str | Sequence[int] | None = None, llvm: int | str | None = None,
+            ir2vec_vocab: PathLike | None = None) -> CompileResult:
     """Optimize ``module`` with ``pipeline`` (default ``default<Oz>``, or the
     corpus element's level) with ``policy`` deciding inlining, then generate
     object code in memory at the level clang would use for it.
@@ -189,8 +222,10 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     ``policy``: None (LLVM's heuristic), a :func:`mlopt.load_policy` result
     or a path (``.tflite``, model directory, compiled ``.so``), an
     :class:`mlopt.InlinePolicy`, or a callable receiving one call site's 38
-    features (int64 array in ``mlopt.problems.inlining.FEATURES`` order) and returning
-    0 or 1 -- the slow path, for experiments. An exception raised by the
+    features (int64 array in ``mlopt.problems.inlining.FEATURES`` order) --
+    and, with ``ir2vec_vocab``, the float32 embeddings (callee's then
+    caller's) as a second array -- and returning 0 or 1: the slow path,
+    for experiments. An exception raised by the
     callable stops further calls (the heuristic decides the rest) and is
     re-raised when the compile ends.
 
@@ -206,25 +241,34 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     ``llvm``: the LLVM major (19, 22) that compiles a module given as a
     path or bytes (default :func:`mlopt._native.default_llvm`); a
     :class:`Module` is compiled by the major that loaded it.
+
+    ``ir2vec_vocab``: LLVM 22: an IR2Vec vocabulary (seed-embedding JSON);
+    the inliner's inputs and the log then end with ``callee_embedding`` and
+    ``caller_embedding`` (float [D]) as stock ``opt-22
+    -ml-inliner-ir2vec-vocab-file`` computes them. A policy trained with
+    embeddings needs it; one trained without runs with or without it.
     """
-    pool, callback = _resolve_policy(policy)
+    vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab else ""
+    pool, callback = _resolve_policy(policy, vocab)
     return _compile(_as_module(module, llvm), pool, callback, pipeline, log, codegen, keep_object, call_sites, cache,
-                    _forced(forced_decisions))
+                    _forced(forced_decisions), vocab)
 
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,
                  pipeline: str | None = None, log: bool = True, *, threads: int | None = None,
                  codegen: bool = True, keep_object: bool = False, llvm: int | str | None = None,
-                 on_result: Callable[[int, CompileResult], None] | None = None) -> list[CompileResult]:
+                 on_result: Callable[[int, CompileResult], None] | None = None,
+                 ir2vec_vocab: PathLike | None = None) -> list[CompileResult]:
     """:func:`compile` for every module, ``threads`` at a time (default: the
     number of CPUs); results in input order, identical to sequential runs.
     Larger modules start first, so one big module does not finish alone at
     the end while the other threads idle. ``on_result(index, result)`` is
     called in the calling thread as each module finishes (for progress)."""
     mods = [_as_module(m, llvm) for m in modules]
-    pool, callback = _resolve_policy(policy)
+    vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab else ""
+    pool, callback = _resolve_policy(policy, vocab)
     threads = max(1, threads or os.cpu_count() or 1)
-    run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object)  # noqa: E731
+    run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object, vocab=vocab)  # noqa: E731
     results: list[CompileResult | None] = [None] * len(mods)
     if threads == 1 or len(mods) <= 1:
         for i, m in enumerate(mods):

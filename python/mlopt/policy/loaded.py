@@ -32,7 +32,10 @@ class LoadedPolicy:
         self.pool = core().PolicyPool.load(self.path, list(problem.features),
                                            problem.feed_prefix if feed_prefix is None else feed_prefix,
                                            problem.decision.name,
-                                           os.fspath(litert_library) if litert_library else "")
+                                           os.fspath(litert_library) if litert_library else "",
+                                           list(problem.optional_features))
+        # The problem's features the model takes (optional ones it lacks are not).
+        self.inputs = [s.name for s in self.pool.model_inputs]
         self.kind: str = self.pool.kind
         self.extra_outputs = list(self.pool.extra_outputs)
 

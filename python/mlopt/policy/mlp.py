@@ -95,7 +95,10 @@ class MLPPolicy:
                 raise PolicyError(f"{path}: weights of a {saved!r} policy, not {problem.name!r}")
             n = int(z["n_layers"])
             layers = [(z[f"w{i}"], z[f"b{i}"]) for i in range(n)]
-            vocab = Vocab({f: z[f"vocab/{f}"] for f in problem.feature_names})
+            zscore = {f: (z[f"zscore/{f}/mean"], z[f"zscore/{f}/std"]) for f in problem.feature_names
+                      if f"zscore/{f}/mean" in z}
+            vocab = Vocab({f: z[f"vocab/{f}"] for f in problem.feature_names if f not in zscore},
+                          problem.feature_names, zscore)
         return cls(vocab, layers, problem=problem)
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> None:
@@ -106,7 +109,10 @@ class MLPPolicy:
         for i, (w, b) in enumerate(self.layers):
             arrays[f"w{i}"], arrays[f"b{i}"] = w, b
         for f in self.problem.feature_names:
-            arrays[f"vocab/{f}"] = self.vocab.boundaries[f]
+            if f in self.vocab.zscore:
+                arrays[f"zscore/{f}/mean"], arrays[f"zscore/{f}/std"] = self.vocab.zscore[f]
+            else:
+                arrays[f"vocab/{f}"] = self.vocab.boundaries[f]
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as fh:
             np.savez(fh, **arrays)
@@ -167,24 +173,55 @@ def _build_tflite(policy: MLPPolicy, logits_output: bool) -> bytes:
     problem = policy.problem
     g = GraphBuilder(signature_key="action", description=f"mlopt {problem.name} policy")
     total = sum(policy.widths)
-    buckets = []
-    for spec, k in zip(problem.features, policy.widths):
+    # Normalized elements u [total], in feature order: a run of bucketed
+    # features is bucketized, concatenated, cast and scaled by 1/K at once;
+    # a z-scored feature is (x - mean) * (1/std).
+    segments, run, run_inv = [], [], []
+
+    def close_run():
+        if not run:
+            return
+        width = sum(k for _, k in run)
+        tag = f"{len(segments)}" if segments or len(run) < len(problem.features) else ""
+        suffix = f"_{tag}" if tag else ""
+        index = g.op(
+            "CONCATENATION", [b for b, _ in run], np.int32, [width], g.options("ConcatenationOptions", axis=0),
+            name=f"bucket_index{suffix}")
+        index_f = g.op("CAST", [index], np.float32, [width], g.options("CastOptions", inDataType=2, outDataType=0),
+                       name=f"bucket_index_f{suffix}")
+        inv = np.concatenate(run_inv).astype(np.float32)
+        segments.append(g.op("MUL", [index_f, g.const(f"inverse_bucket_count{suffix}", inv)], np.float32, [width],
+                             g.options("MulOptions"), name=f"bucket_position{suffix}"))
+        run.clear()
+        run_inv.clear()
+
+    inverse = policy.vocab.inverse_counts()
+    for i, (spec, k) in enumerate(zip(problem.features, policy.widths)):
         f = spec.name
         x = g.input(f, f"{problem.feed_prefix}{f}:0", spec.dtype, list(spec.shape))
+        if f in policy.vocab.zscore:
+            close_run()
+            mean, inv_std = policy.vocab.zscore_constants(f)
+            if list(spec.shape) != [k]:
+                x = g.op("RESHAPE", [x, g.const(f"{f}/shape", np.array([k], np.int32))], np.float32, [k],
+                         g.options("ReshapeOptions", newShape=[k]), name=f"{f}/flat")
+            centered = g.op("SUB", [x, g.const(f"{f}/mean", mean)], np.float32, [k], g.options("SubOptions"),
+                            name=f"{f}/centered")
+            segments.append(g.op("MUL", [centered, g.const(f"{f}/inverse_std", inv_std)], np.float32, [k],
+                                 g.options("MulOptions"), name=f"{f}/zscore"))
+            continue
         b = policy.vocab.boundaries[f].astype(np.float32)
         bucket = g.op("BUCKETIZE", [x], np.int32, list(spec.shape),
                       g.options("BucketizeOptions", boundaries=b.tolist()), name=f"bucket_{f}")
         if list(spec.shape) != [k]:
             bucket = g.op("RESHAPE", [bucket, g.const(f"bucket_{f}/shape", np.array([k], np.int32))], np.int32,
                           [k], g.options("ReshapeOptions", newShape=[k]), name=f"bucket_{f}/flat")
-        buckets.append(bucket)
-    inv = np.repeat(policy.vocab.inverse_counts(), policy.widths).astype(np.float32)
-    index = g.op("CONCATENATION", buckets, np.int32, [total], g.options("ConcatenationOptions", axis=0),
-                 name="bucket_index")
-    index_f = g.op("CAST", [index], np.float32, [total], g.options("CastOptions", inDataType=2, outDataType=0),
-                   name="bucket_index_f")
-    pos = g.op("MUL", [index_f, g.const("inverse_bucket_count", inv)], np.float32, [total],
-               g.options("MulOptions"), name="bucket_position")
+        run.append((bucket, k))
+        run_inv.append(np.repeat(inverse[i], k))
+    close_run()
+    pos = segments[0] if len(segments) == 1 else g.op(
+        "CONCATENATION", segments, np.float32, [total], g.options("ConcatenationOptions", axis=0),
+        name="normalized_elements")
     sq = g.op("MUL", [pos, pos], np.float32, [total], g.options("MulOptions"), name="bucket_position_sq")
     both = g.op("CONCATENATION", [pos, sq], np.float32, [2 * total], g.options("ConcatenationOptions", axis=0),
                 name="normalized")

@@ -9,6 +9,9 @@ Generic code takes a Problem or its name::
     mlopt.problems.load_policy("policy.so")            # the inlining problem by default
 
 Adding a problem: a package ``problems/<name>/`` and one line in ``_PACKAGES``.
+A problem family with a parameter (``inlining-ir2vec:75``: the IR2Vec
+dimension) is a line in ``_PARAMETRIC``: name -> (package, function of the
+parameter).
 """
 
 from __future__ import annotations
@@ -27,11 +30,14 @@ DEFAULT = "inlining"
 _PACKAGES = {
     "inlining": "mlopt.problems.inlining",
 }
+_PARAMETRIC = {
+    "inlining-ir2vec": ("mlopt.problems.inlining", "with_ir2vec"),
+}
 
 
 def names() -> list[str]:
-    """The registered problems."""
-    return list(_PACKAGES)
+    """The registered problems (a parametric one as ``name:<parameter>``)."""
+    return [*_PACKAGES, *(f"{n}:<dim>" for n in _PARAMETRIC)]
 
 
 def get(problem: str | Problem | None = None) -> Problem:
@@ -41,8 +47,12 @@ def get(problem: str | Problem | None = None) -> Problem:
     if isinstance(problem, Problem):
         return problem
     name = DEFAULT if problem is None else problem
+    family, _, parameter = name.partition(":")
+    if family in _PARAMETRIC:
+        package, function = _PARAMETRIC[family]
+        return getattr(importlib.import_module(package), function)(parameter)
     if name not in _PACKAGES:
-        raise ProblemError(f"no optimization problem {name!r} (known: {', '.join(_PACKAGES)})")
+        raise ProblemError(f"no optimization problem {name!r} (known: {', '.join(names())})")
     return importlib.import_module(_PACKAGES[name]).PROBLEM
 
 

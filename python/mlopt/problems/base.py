@@ -27,6 +27,10 @@ class Problem:
     (for the inliner 0/1, for regalloc eviction the candidate to evict).
     ``default_decision``: the compiler heuristic's answer, when the training
     log records it. ``reward``: the score a training log may carry.
+    ``zscore_features``: features normalized per element by mean and
+    standard deviation (float embeddings) instead of MLGO's quantile
+    buckets. ``optional_features``: features a policy may lack (it runs
+    where the compiler provides them, ignoring them).
     """
 
     name: str
@@ -37,6 +41,8 @@ class Problem:
     default_decision: TensorSpec | None = None
     reward: TensorSpec | None = None
     description: str = ""
+    zscore_features: tuple[str, ...] = ()
+    optional_features: tuple[str, ...] = ()
 
     @property
     def feature_names(self) -> tuple[str, ...]:

@@ -51,10 +51,10 @@ def heldout_modules(modules: Sequence[str], fraction: float, rows: Sequence[int]
 
 
 def vocab_from_rows(columns: dict[str, np.ndarray], rows: np.ndarray, features: Sequence[str],
-                    num_buckets: int) -> Vocab:
-    """Quantiles of each feature over the given rows (``num_buckets`` points)."""
-    return Vocab({f: np.quantile(columns[f][rows].reshape(-1).astype(np.float64), np.linspace(0, 1, num_buckets))
-                  for f in features})
+                    num_buckets: int, zscore: Sequence[str] = ()) -> Vocab:
+    """Quantiles of each feature over the given rows (``num_buckets`` points);
+    per-element mean and std for the features in ``zscore``."""
+    return Vocab.from_columns({f: [columns[f][rows]] for f in features}, num_buckets, zscore)
 
 
 def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epochs: int = 20,
@@ -78,7 +78,8 @@ def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epo
     if len(train_idx) == 0:
         raise MloptError("no training rows (the trace is empty or every module is held out)")
     if init is None:
-        vocab = vocab_from_rows(ds.columns, train_idx, problem.feature_names, num_buckets)
+        vocab = vocab_from_rows(ds.columns, train_idx, problem.feature_names, num_buckets,
+                                problem.zscore_features)
         policy = MLPPolicy.random(vocab, hidden=hidden, seed=seed, problem=problem)
     else:
         vocab, policy = init.vocab, init

@@ -1,4 +1,5 @@
 #include "InProcessCompiler.h"
+#include "IR2VecVocabulary.h"
 #include "InlineAdvisorFactory.h"
 #include "MLoptInlineAdvisor.h"
 #include "ObjectTextSize.h"
@@ -31,6 +32,7 @@ struct AdvisorState {
   StringSink *LogSink = nullptr; // owned by Log
   std::unique_ptr<TrainingLogWriter> Log;
   DecisionTrace *Sites = nullptr; // the compile's decisions (and names)
+  bool IR2Vec = false;
 };
 
 thread_local AdvisorState *Current = nullptr;
@@ -51,8 +53,8 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
     }
     return S->Log.get();
   };
-  return makeInlineAdvisor(M, FAM, *S->MAM, Params, IC, (*S->MakeRunner)(M.getContext()), LogFor,
-                           S->Sites);
+  return makeInlineAdvisor(M, FAM, *S->MAM, Params, IC, *S->MakeRunner, LogFor, S->Sites,
+                           S->IR2Vec);
 }
 
 struct CurrentScope {
@@ -102,6 +104,14 @@ LoadedModule loadModule(const std::string &Bytes, const std::string &Name) {
 CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
                             const CompileOptions &Options, const RunnerFactory &MakeRunner) {
   initializeTargets();
+  std::shared_ptr<const IR2VecVocabulary> Vocab;
+  if (!Options.IR2VecVocab.empty()) {
+    Vocab = cachedIR2VecVocabulary(Options.IR2VecVocab);
+    if (!Vocab) { // read by LLVM under its options: no compile may run meanwhile
+      std::unique_lock<std::shared_mutex> OptionsMine(llvmOptionLock());
+      Vocab = loadIR2VecVocabulary(Options.IR2VecVocab);
+    }
+  }
   std::shared_lock<std::shared_mutex> OptionsStable(llvmOptionLock());
   CompileOutput Out;
   LLVMContext Ctx;
@@ -118,6 +128,7 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   Trace.WantNames = Options.RecordCallSites;
   Trace.Forced = Options.ForcedDecisions;
   State.Sites = &Trace;
+  State.IR2Vec = Vocab != nullptr;
   {
     std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M, Options.RelocModel);
     std::optional<PipelineTuningOptions> Tuning;
@@ -130,8 +141,10 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
     }
     PassSetup Passes(
         *M, TM.get(),
-        [](ModuleAnalysisManager &MAM) {
+        [&Vocab](ModuleAnalysisManager &MAM) {
           MAM.registerPass([] { return PluginInlineAdvisorAnalysis(advisorFactory); });
+          if (Vocab)
+            registerIR2VecVocabulary(MAM, Vocab);
         },
         Tuning);
     State.MAM = &Passes.MAM();

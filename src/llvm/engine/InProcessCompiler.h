@@ -40,8 +40,9 @@ namespace mlopt {
 
 class TextSizeCache;
 
-/// Makes the inliner's runner for one advisor of one compile.
-using RunnerFactory = std::function<std::unique_ptr<InlinePolicyRunner>(llvm::LLVMContext &)>;
+/// Makes the inliner's runner for one advisor of one compile, from LLVM's
+/// inputs (InlinePolicyRunner.h).
+using RunnerFactory = InlineRunnerFactory;
 
 struct CompileOptions {
   std::string Pipeline = "default<Oz>";
@@ -62,6 +63,10 @@ struct CompileOptions {
   /// '0'/'1' per decision: the inliner's first ForcedDecisions.size()
   /// decisions, whatever the runner answers (DecisionTrace::Forced).
   std::string ForcedDecisions;
+  /// LLVM 22: an IR2Vec vocabulary file; the inliner's inputs (and the log)
+  /// then end with callee_embedding and caller_embedding (IR2VecVocabulary.h;
+  /// an unreadable vocabulary throws IR2VecVocabError, LLVM 19 too).
+  std::string IR2VecVocab;
   /// When set, code generation is skipped for a compile whose input,
   /// options and inlining decisions the cache has seen (not with KeepObject).
   TextSizeCache *Cache = nullptr;

@@ -4,6 +4,9 @@
 #include "PluginDiagnostic.h"
 
 #include "llvm/IR/Module.h"
+#if LLVM_VERSION_MAJOR >= 22
+#include "llvm/Analysis/IR2Vec.h"
+#endif
 
 using namespace llvm;
 
@@ -11,16 +14,24 @@ namespace mlopt {
 
 InlineAdvisor *makeInlineAdvisor(Module &M, FunctionAnalysisManager &FAM,
                                  ModuleAnalysisManager &MAM, const InlineParams &Params,
-                                 InlineContext IC, std::unique_ptr<InlinePolicyRunner> Runner,
-                                 const TrainingLogProvider &LogFor, DecisionTrace *Sites) {
+                                 InlineContext IC, const InlineRunnerFactory &MakeRunner,
+                                 const TrainingLogProvider &LogFor, DecisionTrace *Sites,
+                                 bool IR2Vec) {
   try { // called by LLVM: nothing may unwind through its frames
-    if (!Runner)
-      Runner = std::make_unique<HeuristicRunner>(M.getContext());
-    TrainingLogWriter *Log = LogFor ? LogFor(M.getContext(), *Runner) : nullptr;
+#if LLVM_VERSION_MAJOR >= 22
+    // MLInlineAdvisor appends the embeddings iff the vocabulary is cached
+    // (LLVM has reported an invalid one as an error diagnostic).
+    if (IR2Vec)
+      MAM.getResult<IR2VecVocabAnalysis>(M);
+#else
+    if (IR2Vec)
+      M.getContext().diagnose(
+          PluginDiagnostic(DS_Error, "mlopt: IR2Vec embeddings need LLVM 21 or later"));
+#endif
     auto Default = [&FAM, Params](CallBase &CB) {
       return heuristicInlineDecision(CB, FAM, Params);
     };
-    return new MLoptInlineAdvisor(M, MAM, std::move(Runner), Default, Log, Sites);
+    return new MLoptInlineAdvisor(M, MAM, MakeRunner, Default, LogFor, Sites);
   } catch (const std::exception &E) {
     M.getContext().diagnose(PluginDiagnostic(
         DS_Error, std::string("mlopt: cannot set up the inline advisor: ") + E.what()));

@@ -2,16 +2,20 @@
 //
 // Contract: makeInlineAdvisor() builds the advisor that the pass plugin and
 // the in-process compiler alike hand to LLVM's inliner: MLoptInlineAdvisor
-// over `Runner` (the stock heuristic's HeuristicRunner when null), with the
-// stock heuristic's answer (heuristicInlineDecision under the inliner's
-// InlineParams) as the default advice, logging to the training log that
-// `LogFor` returns for this runner (nullptr: no log). LogFor is called once
-// per advisor, after the runner is final, so a log created there can carry
-// the runner's extra outputs in its header. Callers differ only in where
-// runners and logs come from (plugin: command-line options, one log file per
-// process; engine: the caller's factory, one in-memory log per compile).
-// Nothing unwinds into LLVM: if setting up fails, the failure is an error
-// diagnostic and LLVM gets its default advisor.
+// with runners from MakeRunner (the stock heuristic's HeuristicRunner when
+// empty), with the stock heuristic's answer (heuristicInlineDecision under
+// the inliner's InlineParams) as the default advice, logging to the
+// training log that `LogFor` returns for the runner (nullptr: no log).
+// LogFor is called once per advisor, after the runner is final, so a log
+// created there carries the runner's inputs and extra outputs in its
+// header. With IR2Vec (LLVM 22 only), the module's IR2VecVocabAnalysis is
+// computed first, so LLVM appends the callee/caller embeddings to the
+// runner's inputs; the caller must have checked that the vocabulary loads
+// (an invalid one is an error diagnostic and no embeddings). Callers differ
+// only in where runners and logs come from (plugin: command-line options,
+// one log file per process; engine: the caller's factory, one in-memory log
+// per compile). Nothing unwinds into LLVM: if setting up fails, the failure
+// is an error diagnostic and LLVM gets its default advisor.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_INLINEADVISORFACTORY_H
@@ -24,20 +28,14 @@
 #include "llvm/Analysis/InlineAdvisor.h"
 #include "llvm/IR/PassManager.h"
 
-#include <functional>
-#include <memory>
-
 namespace mlopt {
-
-using TrainingLogProvider =
-    std::function<TrainingLogWriter *(llvm::LLVMContext &, const InlinePolicyRunner &)>;
 
 llvm::InlineAdvisor *makeInlineAdvisor(llvm::Module &M, llvm::FunctionAnalysisManager &FAM,
                                        llvm::ModuleAnalysisManager &MAM,
                                        const llvm::InlineParams &Params, llvm::InlineContext IC,
-                                       std::unique_ptr<InlinePolicyRunner> Runner,
+                                       const InlineRunnerFactory &MakeRunner,
                                        const TrainingLogProvider &LogFor,
-                                       DecisionTrace *Sites = nullptr);
+                                       DecisionTrace *Sites = nullptr, bool IR2Vec = false);
 
 } // namespace mlopt
 

@@ -1,13 +1,17 @@
 //===- InlinePolicyRunner.h - mlopt's inliner model runners -----*- C++ -*-===//
 //
-// Contract: an llvm::MLModelRunner over LLVM 19's 38 inliner features
-// (inlinerFeatures() order) whose evaluate<int64_t>() is the inlining
-// decision. Before each evaluation the advisor calls setDefaultDecision()
-// with the stock heuristic's answer for the same call site, so a runner can
-// fall back to it (a dead host, a stalled model). Input buffers are never
-// modified by evaluation. extraOutputs() lists model outputs beyond the
-// decision that the training log records after the features; their bytes
-// are valid after evaluate().
+// Contract: an llvm::MLModelRunner over the inputs LLVM's ML inline advisor
+// hands its runner, in tensor order: the 38 int64 inliner features and, on
+// LLVM 22 with an IR2Vec vocabulary, the float callee_embedding and
+// caller_embedding [D] (inputs() lists them as mlopt TensorSpecs).
+// evaluate<int64_t>() is the inlining decision. Before each evaluation the
+// advisor calls setDefaultDecision() with the stock heuristic's answer for
+// the same call site, so a runner can fall back to it (a dead host, a
+// stalled model). Input buffers are never modified by evaluation.
+// extraOutputs() lists model outputs beyond the decision that the training
+// log records after the inputs; their bytes are valid after evaluate().
+// An InlineRunnerFactory makes the runner for an advisor from LLVM's input
+// list; it may throw (the advisor reports it and uses the HeuristicRunner).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_INLINEPOLICYRUNNER_H
@@ -16,16 +20,20 @@
 #include "TensorSpec.h"
 
 #include "LLVMVersion.h"
+#include "TensorSpecConversion.h"
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 #include "llvm/Analysis/MLModelRunner.h"
 #include "llvm/Analysis/TensorSpec.h"
 
+#include <functional>
+#include <memory>
 #include <vector>
 
 namespace mlopt {
 
 class InlinePolicyRunner : public llvm::MLModelRunner {
 public:
+  const std::vector<mlopt::TensorSpec> &inputs() const { return Inputs; }
   void setDefaultDecision(bool Inline) { DefaultDecision = Inline ? 1 : 0; }
   virtual const std::vector<mlopt::TensorSpec> &extraOutputs() const {
     static const std::vector<mlopt::TensorSpec> None;
@@ -34,19 +42,25 @@ public:
   virtual const void *extraOutputData(size_t) const { return nullptr; }
 
 protected:
-  InlinePolicyRunner(llvm::LLVMContext &Ctx, Kind K, size_t NumInputs = InlinerFeatureCount)
-      : MLModelRunner(Ctx, K, NumInputs) {}
+  InlinePolicyRunner(llvm::LLVMContext &Ctx, Kind K,
+                     const std::vector<llvm::TensorSpec> &LLVMInputs)
+      : MLModelRunner(Ctx, K, LLVMInputs.size()) {
+    for (const llvm::TensorSpec &S : LLVMInputs)
+      Inputs.push_back(fromLLVM(S));
+  }
+  std::vector<mlopt::TensorSpec> Inputs;
   int64_t DefaultDecision = 0;
 };
 
-/// No model: the decision is the stock heuristic's. Its inputs are the 38
-/// features, or any feature list LLVM hands over (a fallback when another
-/// runner cannot take that list).
+using InlineRunnerFactory = std::function<std::unique_ptr<InlinePolicyRunner>(
+    llvm::LLVMContext &, const std::vector<llvm::TensorSpec> &Inputs)>;
+
+/// No model: the decision is the stock heuristic's (also the fallback when
+/// another runner cannot be made).
 class HeuristicRunner final : public InlinePolicyRunner {
 public:
-  explicit HeuristicRunner(llvm::LLVMContext &Ctx) : HeuristicRunner(Ctx, inlinerFeatures()) {}
   HeuristicRunner(llvm::LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features)
-      : InlinePolicyRunner(Ctx, Kind::NoOp, Features.size()) {
+      : InlinePolicyRunner(Ctx, Kind::NoOp, Features) {
     for (size_t I = 0; I < Features.size(); ++I)
       setUpBufferForTensor(I, Features[I], nullptr);
   }

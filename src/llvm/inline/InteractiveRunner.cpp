@@ -38,8 +38,9 @@ bool isFifo(const std::string &Path) {
   return stat(Path.c_str(), &St) == 0 && S_ISFIFO(St.st_mode);
 }
 
-std::vector<mlopt::TensorSpec> headerFeatures(bool IncludeDefault) {
-  std::vector<mlopt::TensorSpec> Specs = inlinerFeatureSpecs();
+std::vector<mlopt::TensorSpec> headerFeatures(const std::vector<mlopt::TensorSpec> &Inputs,
+                                              bool IncludeDefault) {
+  std::vector<mlopt::TensorSpec> Specs = Inputs;
   if (IncludeDefault)
     Specs.push_back(fromLLVM(DefaultDecisionSpec));
   return Specs;
@@ -48,12 +49,14 @@ std::vector<mlopt::TensorSpec> headerFeatures(bool IncludeDefault) {
 std::string errnoText(const char *What) { return std::string(What) + ": " + strerror(errno); }
 } // namespace
 
-InteractiveRunner::InteractiveRunner(LLVMContext &Ctx, const std::string &Base,
-                                     double TimeoutSeconds, bool IncludeDefault)
-    : InlinePolicyRunner(Ctx, Kind::Interactive), Base(Base), TimeoutMs(int(TimeoutSeconds * 1000)),
-      IncludeDefault(IncludeDefault) {
-  for (size_t I = 0; I < inlinerFeatures().size(); ++I)
-    setUpBufferForTensor(I, inlinerFeatures()[I], nullptr);
+InteractiveRunner::InteractiveRunner(LLVMContext &Ctx,
+                                     const std::vector<llvm::TensorSpec> &Features,
+                                     const std::string &Base, double TimeoutSeconds,
+                                     bool IncludeDefault)
+    : InlinePolicyRunner(Ctx, Kind::Interactive, Features), Base(Base),
+      TimeoutMs(int(TimeoutSeconds * 1000)), IncludeDefault(IncludeDefault) {
+  for (size_t I = 0; I < Features.size(); ++I)
+    setUpBufferForTensor(I, Features[I], nullptr);
   if (!HostFailed)
     openChannels();
 }
@@ -107,8 +110,8 @@ void InteractiveRunner::openChannels() {
   }
   try {
     Out = std::make_unique<TrainingLogWriter>(std::make_unique<FdSink>(OutFd, true, OutPath),
-                                              headerFeatures(IncludeDefault), std::nullopt,
-                                              fromLLVM(InlineDecisionSpec));
+                                              headerFeatures(inputs(), IncludeDefault),
+                                              std::nullopt, fromLLVM(InlineDecisionSpec));
     Out->flush();
   } catch (const std::exception &E) {
     fail(E.what());
@@ -161,10 +164,10 @@ void *InteractiveRunner::evaluateUntyped() {
     return &DefaultDecision;
   try {
     Out->startObservation();
-    for (size_t I = 0; I < inlinerFeatures().size(); ++I)
-      Out->logTensorValue(I, getTensorUntyped(I), inlinerFeatures()[I].getTotalTensorBufferSize());
+    for (size_t I = 0; I < inputs().size(); ++I)
+      Out->logTensorValue(I, getTensorUntyped(I), inputs()[I].byteSize());
     if (IncludeDefault)
-      Out->logTensorValue(inlinerFeatures().size(), &DefaultDecision, sizeof(DefaultDecision));
+      Out->logTensorValue(inputs().size(), &DefaultDecision, sizeof(DefaultDecision));
     Out->endObservation();
     Out->flush();
   } catch (const std::exception &E) {

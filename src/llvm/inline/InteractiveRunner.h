@@ -2,7 +2,8 @@
 //
 // Contract: speaks LLVM 19's InteractiveModelRunner protocol, byte for byte:
 // opens <Base>.in (replies) then <Base>.out (observations), writes the
-// header (the 38 features, plus `inlining_default` when IncludeDefault, and
+// header (its inputs: the 38 features, then IR2Vec's embeddings when LLVM
+// 22 provides them; plus `inlining_default` when IncludeDefault, and
 // `"advice"` = inlining_decision int64 [1]), the context "" and, per
 // evaluation, an observation; then reads exactly 8 bytes of advice (non-zero
 // = inline). Unlike LLVM's runner it never hangs: opening, and each reply,
@@ -25,8 +26,8 @@ namespace mlopt {
 
 class InteractiveRunner final : public InlinePolicyRunner {
 public:
-  InteractiveRunner(llvm::LLVMContext &Ctx, const std::string &Base, double TimeoutSeconds,
-                    bool IncludeDefault);
+  InteractiveRunner(llvm::LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features,
+                    const std::string &Base, double TimeoutSeconds, bool IncludeDefault);
   ~InteractiveRunner() override;
   void switchContext(llvm::StringRef Name) override;
 

@@ -11,7 +11,7 @@ using namespace llvm;
 namespace mlopt {
 
 std::vector<mlopt::TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Runner) {
-  std::vector<mlopt::TensorSpec> Specs = inlinerFeatureSpecs();
+  std::vector<mlopt::TensorSpec> Specs = Runner.inputs();
   for (const mlopt::TensorSpec &S : Runner.extraOutputs())
     Specs.push_back(S);
   Specs.push_back(fromLLVM(DefaultDecisionSpec));
@@ -109,34 +109,44 @@ private:
 };
 } // namespace
 
+/// The runner for LLVM's input list; never throws (LLVM's frames are above).
+static std::unique_ptr<MLModelRunner>
+makeRunner(LLVMContext &Ctx, const InlineRunnerFactory &MakeRunner,
+           const std::vector<llvm::TensorSpec> &Features) noexcept {
+  std::unique_ptr<InlinePolicyRunner> Runner;
+  try {
+    if (MakeRunner)
+      Runner = MakeRunner(Ctx, Features);
+  } catch (const std::exception &E) {
+    Ctx.diagnose(PluginDiagnostic(DS_Error, std::string("mlopt: ") + E.what()));
+  } catch (...) {
+    Ctx.diagnose(PluginDiagnostic(DS_Error, "mlopt: cannot make the inliner's model runner"));
+  }
+  if (!Runner)
+    Runner = std::make_unique<HeuristicRunner>(Ctx, Features);
+  return Runner;
+}
+
 MLoptInlineAdvisor::MLoptInlineAdvisor(Module &M, ModuleAnalysisManager &MAM,
-                                       std::unique_ptr<InlinePolicyRunner> RunnerIn,
+                                       const InlineRunnerFactory &MakeRunner,
                                        std::function<bool(CallBase &)> DefaultAdvice,
-                                       TrainingLogWriter *Log, DecisionTrace *Sites)
+                                       const TrainingLogProvider &LogFor, DecisionTrace *Sites)
 #if LLVM_VERSION_MAJOR >= 22
     // LLVM builds the runner from the final feature list (the 38, plus IR2Vec
-    // embeddings when a vocabulary is given); mlopt's runners take the 38, so
-    // any other list gets the heuristic (makeInlineAdvisor refuses IR2Vec first).
+    // embeddings when the vocabulary analysis is cached).
     : MLInlineAdvisor(
           M, MAM,
-          [&](const std::vector<llvm::TensorSpec> &Features) -> std::unique_ptr<MLModelRunner> {
-            if (Features.size() == InlinerFeatureCount)
-              return std::unique_ptr<MLModelRunner>(RunnerIn.release());
-            M.getContext().diagnose(PluginDiagnostic(
-                DS_Warning,
-                "mlopt: LLVM asks for " + std::to_string(Features.size()) +
-                    " inliner features (IR2Vec embeddings?); mlopt's runners take the " +
-                    std::to_string(InlinerFeatureCount) +
-                    ", so the stock heuristic decides and nothing is logged"));
-            Log = nullptr;
-            return std::make_unique<HeuristicRunner>(M.getContext(), Features);
+          [&](const std::vector<llvm::TensorSpec> &Features) {
+            return makeRunner(M.getContext(), MakeRunner, Features);
           },
           std::move(DefaultAdvice)),
 #else
-    : MLInlineAdvisor(M, MAM, std::unique_ptr<MLModelRunner>(RunnerIn.release()),
+    : MLInlineAdvisor(M, MAM, makeRunner(M.getContext(), MakeRunner, inlinerFeatures()),
                       std::move(DefaultAdvice)),
 #endif
-      Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Log(Log), Sites(Sites) {
+      Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Sites(Sites) {
+  if (LogFor)
+    Log = LogFor(M.getContext(), Runner);
 }
 
 MLoptInlineAdvisor::~MLoptInlineAdvisor() {
@@ -156,9 +166,9 @@ MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB, OptimizationRemarkEmitter &
   if (!Log)
     return std::make_unique<MLInlineAdvice>(this, CB, ORE, Decision);
   std::string Row;
-  for (size_t I = 0; I < inlinerFeatures().size(); ++I)
+  for (size_t I = 0; I < Runner.inputs().size(); ++I)
     Row.append(static_cast<const char *>(Runner.getTensorUntyped(I)),
-               inlinerFeatures()[I].getTotalTensorBufferSize());
+               Runner.inputs()[I].byteSize());
   const std::vector<mlopt::TensorSpec> &Extras = Runner.extraOutputs();
   for (size_t I = 0; I < Extras.size(); ++I)
     Row.append(static_cast<const char *>(Runner.extraOutputData(I)), Extras[I].byteSize());

@@ -1,12 +1,17 @@
 //===- MLoptInlineAdvisor.h - LLVM's ML inline advisor + logging -*- C++ -*-===//
 //
-// Contract: LLVM 19's MLInlineAdvisor (its 38 features, incremental module
-// state and size guard, unchanged) driven by an mlopt InlinePolicyRunner.
+// Contract: LLVM's MLInlineAdvisor (its features, incremental module state
+// and size guard, unchanged) driven by an mlopt InlinePolicyRunner, which
+// MakeRunner builds from the inputs LLVM hands over (19: the 38 features;
+// 22: the 38, then IR2Vec's callee/caller embeddings when the module's
+// IR2VecVocabAnalysis is cached). A factory that throws or returns null is
+// reported as an error diagnostic and the HeuristicRunner decides.
 // For every call site that reaches the model, the runner is told the stock
-// heuristic's decision first. When a training log is given, each such
-// decision is written when the inliner records it (after acting), in LLVM's
-// development-mode layout: the 38 features, the runner's extra outputs,
-// inlining_default, inlining_decision; context "". Mandatory inlinings are
+// heuristic's decision first. LogFor is asked once, with the final runner,
+// for the training log (nullptr: none). Each decision is written when the
+// inliner records it (after acting), in LLVM's development-mode layout: the
+// runner's inputs, its extra outputs, inlining_default, inlining_decision;
+// context "". Mandatory inlinings are
 // neither evaluated nor logged, as in LLVM. No exception from the log
 // reaches LLVM: a failing destination is one error diagnostic, the log is
 // discarded (TrainingLogWriter), and compilation goes on without it.
@@ -31,6 +36,9 @@
 #include <memory>
 
 namespace mlopt {
+
+using TrainingLogProvider =
+    std::function<TrainingLogWriter *(llvm::LLVMContext &, const InlinePolicyRunner &)>;
 
 /// The header specs of the development-mode log for a runner.
 std::vector<TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Runner);
@@ -58,9 +66,9 @@ struct DecisionTrace {
 class MLoptInlineAdvisor final : public llvm::MLInlineAdvisor {
 public:
   MLoptInlineAdvisor(llvm::Module &M, llvm::ModuleAnalysisManager &MAM,
-                     std::unique_ptr<InlinePolicyRunner> Runner,
-                     std::function<bool(llvm::CallBase &)> DefaultAdvice, TrainingLogWriter *Log,
-                     DecisionTrace *Sites = nullptr);
+                     const InlineRunnerFactory &MakeRunner,
+                     std::function<bool(llvm::CallBase &)> DefaultAdvice,
+                     const TrainingLogProvider &LogFor, DecisionTrace *Sites = nullptr);
   ~MLoptInlineAdvisor() override;
 
 protected:
@@ -69,7 +77,7 @@ protected:
 
 private:
   InlinePolicyRunner &Runner;
-  TrainingLogWriter *Log;
+  TrainingLogWriter *Log = nullptr;
   DecisionTrace *Sites;
 };
 

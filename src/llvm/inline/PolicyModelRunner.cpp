@@ -1,19 +1,47 @@
 #include "PolicyModelRunner.h"
 #include "PluginDiagnostic.h"
 
+#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LLVMContext.h"
 
 using namespace llvm;
 
 namespace mlopt {
 
-PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx, std::shared_ptr<PolicyModel> ModelIn,
-                                     bool Shadow, bool PerRunnerWarnings)
-    : InlinePolicyRunner(Ctx, Kind::Development), Model(std::move(ModelIn)), Shadow(Shadow) {
+PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx,
+                                     const std::vector<llvm::TensorSpec> &Features,
+                                     std::shared_ptr<PolicyModel> ModelIn, bool Shadow,
+                                     bool PerRunnerWarnings)
+    : InlinePolicyRunner(Ctx, Kind::Development, Features), Model(std::move(ModelIn)),
+      Shadow(Shadow) {
   static bool WarnedInProcess = false;
   Warned = PerRunnerWarnings ? &WarnedHere : &WarnedInProcess;
-  for (size_t I = 0; I < inlinerFeatures().size(); ++I)
-    setUpBufferForTensor(I, inlinerFeatures()[I], Model->featureBuffer(I));
+  const std::vector<mlopt::TensorSpec> &Taken = Model->features();
+  std::vector<bool> Fed(Taken.size(), false);
+  for (size_t I = 0; I < inputs().size(); ++I) {
+    const mlopt::TensorSpec &In = inputs()[I];
+    void *Buffer = nullptr; // LLVM's own buffer: an input the model does not take
+    for (size_t J = 0; J < Taken.size(); ++J) {
+      if (Taken[J].name() != In.name())
+        continue;
+      if (Taken[J].type() != In.type() || Taken[J].shape() != In.shape())
+        throw PolicyError(Model->path() + ": the policy takes '" + In.name() + "' as " +
+                          Taken[J].typeAndShape() + ", but LLVM provides " + In.typeAndShape());
+      if (Model->featureBound(J))
+        Buffer = Model->featureBuffer(J);
+      Fed[J] = true;
+    }
+    setUpBufferForTensor(I, Features[I], Buffer);
+  }
+  for (size_t J = 0; J < Taken.size(); ++J)
+    if (!Fed[J] && Model->featureBound(J))
+      throw PolicyError(Model->path() + ": the policy takes '" + Taken[J].name() + "' (" +
+                        Taken[J].typeAndShape() + "), which LLVM " + LLVM_VERSION_STRING +
+                        " does not provide here" +
+                        (Taken[J].name().find("embedding") != std::string::npos
+                             ? " (IR2Vec embeddings need LLVM 22 and a vocabulary: "
+                               "-mlopt-inline-ir2vec-vocab=FILE, or ir2vec_vocab= in Python)"
+                             : ""));
 }
 
 void PolicyModelRunner::warnOnce(const std::string &Text) {

@@ -1,10 +1,15 @@
 //===- PolicyModelRunner.h - A trained policy as the inliner's model -*- C++ -*-===//
 //
 // Contract: an InlinePolicyRunner whose decisions come from a PolicyModel
-// (.tflite file, ModelUnderTraining directory or compiled .so) already
-// bound to LLVM's 38 features. The feature buffers LLVM fills ARE the
-// model's input buffers (no copy). The model's extra outputs are reported
-// for the training log. The inliner's decision rule lives here, not in the
+// (.tflite file, ModelUnderTraining directory or compiled .so). LLVM's
+// inputs are matched to the model's bound features by name: a matched
+// input's buffer IS the model's input buffer (no copy); an input the model
+// does not take (IR2Vec embeddings for a policy trained without them) gets a
+// buffer of its own. The constructor throws PolicyError, naming the tensor,
+// when a matched input differs in type or shape, or when the model takes a
+// feature LLVM does not provide (a policy trained with IR2Vec embeddings,
+// run without a vocabulary). The model's extra outputs are reported for the
+// training log. The inliner's decision rule lives here, not in the
 // problem-neutral PolicyModel: an answer other than 0 or 1, or a failing
 // evaluation, makes the runner warn once and use the stock heuristic's
 // decision for that call site. "Once" is per process
@@ -25,7 +30,8 @@ class PolicyModelRunner final : public InlinePolicyRunner {
 public:
   /// Shadow: evaluate the model but answer the heuristic's decision (for
   /// measuring the model's cost alone).
-  PolicyModelRunner(llvm::LLVMContext &Ctx, std::shared_ptr<PolicyModel> Model, bool Shadow = false,
+  PolicyModelRunner(llvm::LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features,
+                    std::shared_ptr<PolicyModel> Model, bool Shadow = false,
                     bool PerRunnerWarnings = false);
   const std::vector<mlopt::TensorSpec> &extraOutputs() const override {
     return Model->extraOutputs();

@@ -1,5 +1,7 @@
-// mlopt's pass plugin: provides MLGO's inline advisor to stock opt-19 and
-// clang-19 through PluginInlineAdvisorAnalysis, with mlopt's model runners.
+// mlopt's pass plugin: provides MLGO's inline advisor to stock opt and
+// clang (19 or 22; one build per major) through PluginInlineAdvisorAnalysis,
+// with mlopt's model runners. On 22, -mlopt-inline-ir2vec-vocab=FILE adds
+// LLVM's IR2Vec callee/caller embeddings to the inliner's inputs.
 //
 //   opt-19 -load-pass-plugin=P -mlopt-inline-training-log=x.log -passes='default<Oz>' ...
 //   clang-19 -Oz -fpass-plugin=P -Xclang -load -Xclang P -mllvm -mlopt-... -c x.c
@@ -12,6 +14,8 @@
 // Without any -mlopt-inline-* option the plugin registers nothing and the
 // compiler behaves exactly as stock.
 
+#include "Errors.h"
+#include "IR2VecVocabulary.h"
 #include "InlineAdvisorFactory.h"
 #include "InteractiveRunner.h"
 #include "MLoptInlineAdvisor.h"
@@ -100,7 +104,55 @@ cl::opt<bool> InteractiveIncludeDefault(
     cl::desc("mlopt: append the heuristic's decision (inlining_default) as "
              "the last feature sent to the host"));
 
+cl::opt<std::string> IR2VecVocab(
+    "mlopt-inline-ir2vec-vocab", cl::value_desc("file"), cl::cat(Category),
+    cl::desc("mlopt: LLVM 21+: an IR2Vec vocabulary (seed-embedding JSON); the inliner's "
+             "inputs, logs and policies then carry callee_embedding and caller_embedding "
+             "(LLVM's -ml-inliner-ir2vec-vocab-file with -ir2vec-vocab-path is honoured too)"));
+
 ModuleAnalysisManager *TheMAM = nullptr;
+
+/// The value of one of LLVM's own string options ("" when it has none).
+cl::opt<std::string> *llvmStringOption(const char *Name) {
+  auto &Options = cl::getRegisteredOptions();
+  auto It = Options.find(Name);
+  return It == Options.end() ? nullptr : static_cast<cl::opt<std::string> *>(It->second);
+}
+
+/// Whether the inliner gets IR2Vec embeddings: decided once per process.
+/// mlopt's option, or LLVM's -ml-inliner-ir2vec-vocab-file (whose
+/// vocabulary LLVM reads from -ir2vec-vocab-path). The vocabulary is read
+/// once here; an unreadable one is one error and no embeddings.
+bool useIR2Vec(LLVMContext &Ctx) {
+  static int Decided = -1;
+  if (Decided >= 0)
+    return Decided;
+  Decided = 0;
+  cl::opt<std::string> *StockTrigger = llvmStringOption("ml-inliner-ir2vec-vocab-file");
+  cl::opt<std::string> *VocabPath = llvmStringOption("ir2vec-vocab-path");
+  bool Stock = StockTrigger && !StockTrigger->empty();
+  if (IR2VecVocab.empty() && !Stock)
+    return false;
+  try {
+    std::string Path = IR2VecVocab;
+    if (Path.empty())
+      Path = VocabPath ? std::string(*VocabPath) : "";
+    if (Path.empty())
+      throw mlopt::IR2VecVocabError("-ml-inliner-ir2vec-vocab-file needs -ir2vec-vocab-path=FILE "
+                                    "(or use -mlopt-inline-ir2vec-vocab=FILE)");
+    if (VocabPath && !VocabPath->empty() && std::string(*VocabPath) != Path)
+      throw mlopt::IR2VecVocabError("-mlopt-inline-ir2vec-vocab=" + Path +
+                                    " and -ir2vec-vocab-path=" + std::string(*VocabPath) +
+                                    " name different vocabularies");
+    mlopt::loadIR2VecVocabulary(Path); // LLVM's reader: reports errors here, once
+    if (VocabPath)
+      *VocabPath = Path; // what LLVM's IR2VecVocabAnalysis reads
+    Decided = 1;
+  } catch (const std::exception &E) {
+    Ctx.diagnose(mlopt::PluginDiagnostic(DS_Error, std::string("mlopt: ") + E.what()));
+  }
+  return Decided;
+}
 
 /// One log per expanded path (with %m: per module); sessions of the inliner
 /// on the same module append to it. A log that cannot be created is
@@ -134,9 +186,11 @@ mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const Module &M,
   return It->second.get();
 }
 
-/// The policy, loaded once per compiler process; nullptr after an error
-/// (reported once through the first module's context).
-std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx) {
+/// The policy, loaded once per compiler process for the inputs LLVM gives
+/// (IR2Vec's embeddings are optional: a policy without them runs too);
+/// nullptr after an error (reported once through the first module's context).
+std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx,
+                                                const std::vector<mlopt::TensorSpec> &Inputs) {
   static std::shared_ptr<mlopt::PolicyModel> Model;
   static bool Tried = false;
   if (Tried)
@@ -146,40 +200,53 @@ std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx) {
     mlopt::PolicyLoadOptions Opts;
     Opts.FeedPrefix = FeedPrefix;
     Opts.LiteRtLibrary = LiteRtLibrary;
-    Model = mlopt::loadPolicyModel(ModelPath, mlopt::inlinerFeatureSpecs(), Opts);
+    Opts.OptionalFeatures = {"callee_embedding", "caller_embedding"};
+    Model = mlopt::loadPolicyModel(ModelPath, Inputs, Opts);
   } catch (const std::exception &E) {
     Ctx.diagnose(mlopt::PluginDiagnostic(DS_Error, std::string("mlopt: ") + E.what()));
   }
   return Model;
 }
 
+std::unique_ptr<mlopt::InlinePolicyRunner>
+makeRunner(LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features) {
+  if (!ModelPath.empty() && !InteractiveBase.empty()) {
+    static bool Reported = false;
+    if (!Reported)
+      Ctx.diagnose(mlopt::PluginDiagnostic(
+          DS_Error, "mlopt: -mlopt-inline-model and -mlopt-inline-interactive "
+                    "cannot be used together"));
+    Reported = true;
+    return nullptr;
+  }
+  if (!ModelPath.empty()) {
+    std::vector<mlopt::TensorSpec> Inputs;
+    for (const llvm::TensorSpec &S : Features)
+      Inputs.push_back(mlopt::fromLLVM(S));
+    if (std::shared_ptr<mlopt::PolicyModel> Model = policyModel(Ctx, Inputs))
+      return std::make_unique<mlopt::PolicyModelRunner>(Ctx, Features, Model, ModelShadow);
+    return nullptr;
+  }
+  if (!InteractiveBase.empty())
+    return std::make_unique<mlopt::InteractiveRunner>(
+        Ctx, Features, InteractiveBase, InteractiveTimeout, InteractiveIncludeDefault);
+  return nullptr;
+}
+
 InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlineParams Params,
                               InlineContext IC) {
   if (!TheMAM)
     return new DefaultInlineAdvisor(M, FAM, Params, IC);
-  std::unique_ptr<mlopt::InlinePolicyRunner> Runner;
-  if (!ModelPath.empty() && !InteractiveBase.empty()) {
-    static bool Reported = false;
-    if (!Reported)
-      M.getContext().diagnose(mlopt::PluginDiagnostic(
-          DS_Error, "mlopt: -mlopt-inline-model and -mlopt-inline-interactive "
-                    "cannot be used together"));
-    Reported = true;
-  } else if (!ModelPath.empty()) {
-    if (std::shared_ptr<mlopt::PolicyModel> Model = policyModel(M.getContext()))
-      Runner = std::make_unique<mlopt::PolicyModelRunner>(M.getContext(), Model, ModelShadow);
-  } else if (!InteractiveBase.empty())
-    Runner = std::make_unique<mlopt::InteractiveRunner>(
-        M.getContext(), InteractiveBase, InteractiveTimeout, InteractiveIncludeDefault);
   auto LogFor = [&M](LLVMContext &Ctx, const mlopt::InlinePolicyRunner &R) {
     return trainingLog(Ctx, M, R);
   };
-  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, IC, std::move(Runner), LogFor);
+  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, IC, makeRunner, LogFor, nullptr,
+                                  useIR2Vec(M.getContext()));
 }
 
 bool pluginActive() {
   return !TrainingLogPath.empty() || !InteractiveBase.empty() || !ModelPath.empty() ||
-         ForceMLAdvisor;
+         !IR2VecVocab.empty() || ForceMLAdvisor;
 }
 
 void registerCallbacks(PassBuilder &PB) {

@@ -1,5 +1,6 @@
-"""The inlining problem's tensors: LLVM 19's 38 inliner features and its
-decision, as the ML inline advisor defines them."""
+"""The inlining problem's tensors: LLVM's 38 inliner features and its
+decision, as the ML inline advisor defines them; on LLVM 22 with an IR2Vec
+vocabulary, two float embeddings follow the 38 (``with_ir2vec``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ DECISION = "inlining_decision"
 DEFAULT_DECISION = "inlining_default"
 REWARD = "delta_size"
 LOGITS = "inlining_logits"
+# LLVM 22 appends these (float [D], D = the IR2Vec vocabulary's dimension).
+EMBEDDINGS: tuple[str, ...] = ("callee_embedding", "caller_embedding")
+IR2VEC = "inlining-ir2vec"
 
 
 def feature_specs() -> list[TensorSpec]:
@@ -54,6 +58,37 @@ PROBLEM = Problem(
     reward=reward_spec(),
     description="inlining for size (LLVM's MLInlineAdvisor, 38 features, decision 0/1)",
 )
+
+
+def embedding_specs(dim: int) -> list[TensorSpec]:
+    return [TensorSpec(name, "float", [dim]) for name in EMBEDDINGS]
+
+
+def with_ir2vec(dim: int | str) -> Problem:
+    """Inlining on LLVM 22 with IR2Vec: the 38 features, then
+    ``callee_embedding`` and ``caller_embedding`` (float [dim]), z-scored per
+    element by policies; a policy without them still runs (they are
+    optional). Registered as ``inlining-ir2vec:<dim>``."""
+    try:
+        dim = int(dim)
+    except ValueError:
+        dim = 0
+    if dim < 1:
+        from ...errors import ProblemError
+
+        raise ProblemError(f"{IR2VEC} needs the vocabulary's dimension, a positive integer "
+                           f"({IR2VEC}:75), not {dim!r}")
+    return Problem(
+        name=f"{IR2VEC}:{dim}",
+        features=(*PROBLEM.features, *embedding_specs(dim)),
+        decision=PROBLEM.decision,
+        num_actions=2,
+        default_decision=PROBLEM.default_decision,
+        reward=PROBLEM.reward,
+        description=f"inlining for size with LLVM 22's IR2Vec embeddings ({dim}-d)",
+        zscore_features=EMBEDDINGS,
+        optional_features=EMBEDDINGS,
+    )
 
 
 def feature_matrix(batch) -> np.ndarray:
