@@ -28,6 +28,30 @@ def add_command(sub, name: str, help: str, examples: list[str], description: str
     return parser
 
 
+def add_ir2vec_option(parser) -> None:
+    """``--ir2vec-vocab FILE`` (LLVM 22): the inliner's inputs, logs and
+    policies carry IR2Vec's callee/caller embeddings. Passed on as
+    $MLOPT_IR2VEC_VOCAB so worker processes use it too."""
+    parser.add_argument("--ir2vec-vocab", type=existing_file, metavar="FILE",
+                        help="LLVM 22: an IR2Vec vocabulary (seed-embedding JSON); the inliner then also sees "
+                             "callee_embedding and caller_embedding")
+
+
+def problem_name(text: str) -> str:
+    """A registered problem's name (``inlining``, ``inlining-ir2vec:75``)."""
+    from ..problems import is_problem_name, names
+
+    if not is_problem_name(text):
+        raise argparse.ArgumentTypeError(f"no optimization problem {text!r} (known: {', '.join(names())})")
+    return text
+
+
+def existing_file(text: str) -> str:
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    return os.path.abspath(text)
+
+
 def llvm_major(text: str) -> int:
     from .._native import check_llvm
     from ..errors import NativeModuleError
@@ -106,6 +130,9 @@ def run(func, args) -> int:
     llvm = getattr(args, "llvm", None)
     if llvm is not None:
         os.environ["MLOPT_LLVM"] = str(llvm)
+    vocab = getattr(args, "ir2vec_vocab", None)
+    if vocab is not None:
+        os.environ["MLOPT_IR2VEC_VOCAB"] = vocab
     try:
         return func(args)
     except BrokenPipeError:

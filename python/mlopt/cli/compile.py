@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..errors import OutputExistsError
-from ._common import UsageError, add_command, positive_int
+from ._common import UsageError, add_command, add_ir2vec_option, positive_int
 
 
 def _compile_inputs(paths: list[str]):
@@ -26,13 +26,14 @@ def _compile_inputs(paths: list[str]):
 
 def cmd_compile(args) -> int:
     from ..compiler import compile_many
-    from ..problems import load_policy
 
     modules = _compile_inputs(args.inputs)
     for m in modules:
         for note in m.notes:
             print(f"mlopt: note: {note}", file=sys.stderr)
-    policy = load_policy(args.model) if args.model else None
+    from ..compiler import load_inlining_policy
+
+    policy = load_inlining_policy(args.model, args.ir2vec_vocab) if args.model else None
     log_paths = []
     if args.log_dir:
         os.makedirs(args.log_dir, exist_ok=True)
@@ -63,7 +64,7 @@ def cmd_compile(args) -> int:
             print(f"\rcompiled {done}/{len(modules)}", end="", file=sys.stderr, flush=True)
 
     results = compile_many(modules, policy, args.pipeline, log=bool(args.log_dir), threads=args.threads,
-                           on_result=finished)
+                           on_result=finished, ir2vec_vocab=args.ir2vec_vocab)
     if progress:
         print(file=sys.stderr)
     rows = [{"module": r.module, "text_size": r.text_size, "decisions": int(len(r.decisions)),
@@ -101,4 +102,5 @@ def register(sub) -> None:
     comp.add_argument("--log-dir", metavar="DIR", help="write each module's training log to DIR/<module>.log")
     comp.add_argument("--force", action="store_true", help="replace existing logs in --log-dir")
     comp.add_argument("--json", action="store_true", help="machine-readable output")
+    add_ir2vec_option(comp)
     comp.set_defaults(func=cmd_compile)

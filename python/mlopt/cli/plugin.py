@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ._common import add_command
+from ._common import add_command, add_ir2vec_option
 
 
 def cmd_plugin_path(args) -> int:
@@ -16,15 +16,16 @@ def cmd_plugin_path(args) -> int:
 
 
 def cmd_clang_flags(args) -> int:
+    from ..compiler import load_inlining_policy
     from ..compiler.plugin import clang_flags_string
-    from ..problems import load_policy
 
     if args.model is not None:
-        load_policy(args.model)  # fail here, not in the middle of a build
+        load_inlining_policy(args.model, args.ir2vec_vocab)  # fail here, not in the middle of a build
     log = args.training_log
     if log is not None and os.path.isdir(log) and not log.endswith("/"):
         log += "/"  # an existing directory: one log per translation unit
-    print(clang_flags_string(training_log=log, model=args.model, overwrite_log=args.overwrite_log))
+    print(clang_flags_string(training_log=log, model=args.model, overwrite_log=args.overwrite_log,
+                             ir2vec_vocab=args.ir2vec_vocab))
     return 0
 
 
@@ -39,7 +40,8 @@ def register(sub) -> None:
                         ["clang-19 -Oz $(mlopt clang-flags --training-log x.log) -c a.c",
                          'make CFLAGS="-Oz $(mlopt clang-flags --training-log logs/)"   # logs/src_a.c.log, ...',
                          "clang-19 -Oz $(mlopt clang-flags --model policy_dir) -c a.c",
-                         "clang-22 -Oz $(mlopt clang-flags --llvm 22 --model policy.so) -c a.c"])
+                         "clang-22 -Oz $(mlopt clang-flags --llvm 22 --model policy.so) -c a.c",
+                         "clang-22 -Oz $(mlopt clang-flags --llvm 22 --ir2vec-vocab v.json --training-log l/) -c a.c"])
     flags.add_argument("--training-log", metavar="PATH",
                        help="write a training log of the inliner's decisions: a file, a directory (one "
                             "<module>.log per translation unit) or a pattern with %%m (module) / %%p (pid); "
@@ -47,4 +49,5 @@ def register(sub) -> None:
     flags.add_argument("--overwrite-log", action="store_true", help="replace existing training logs")
     flags.add_argument("--model", metavar="PATH",
                        help="inlining policy: .tflite file, model directory or compiled .so (checked now)")
+    add_ir2vec_option(flags)
     flags.set_defaults(func=cmd_clang_flags)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ._common import UsageError, add_command, int_list, positive_int
+from ._common import UsageError, add_command, int_list, positive_int, problem_name
 
 
 def cmd_policy_export(args) -> int:
@@ -72,7 +72,7 @@ def _rows(paths: list[str], problem) -> dict:
 
 
 def register(sub) -> None:
-    from ..problems import DEFAULT, names
+    from ..problems import DEFAULT
 
     policy = add_command(sub, "policy", "export, compile and check inlining policies",
                          ["mlopt policy export --vocab vocab/ --random -o model/",
@@ -110,7 +110,7 @@ def register(sub) -> None:
                         ["mlopt policy check model/",
                          "mlopt policy check runs/es/policy.so --log trace.npz   # or training logs"])
     check.add_argument("model", help=".tflite file, model directory or compiled .so")
-    check.add_argument("--problem", choices=names(), default=DEFAULT, help=f"whose features (default {DEFAULT})")
+    check.add_argument("--problem", type=problem_name, default=DEFAULT, help=f"whose features (default {DEFAULT})")
     check.add_argument("--log", action="append", metavar="FILE",
                        help="training log or trace dataset (.npz) to run the policy on (repeatable)")
     check.add_argument("--buckets", type=positive_int, default=4, help="quantile buckets per feature (4)")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..errors import OutputExistsError
-from ._common import add_command, positive_float, positive_int
+from ._common import add_command, add_ir2vec_option, positive_float, positive_int
 
 
 def _pool_options(p) -> None:
@@ -19,6 +19,7 @@ def _pool_options(p) -> None:
                    help="seconds one module may take before it is reported (600)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    add_ir2vec_option(p)
 
 
 def cmd_trace(args) -> int:
@@ -105,7 +106,8 @@ def cmd_eval(args) -> int:
 def register(sub) -> None:
     tr = add_command(sub, "trace", "the heuristic's training logs and .text sizes of a corpus, as one dataset",
                      ["mlopt trace $(mlopt corpus fetch) -o trace.npz",
-                      "mlopt trace corpus/ -o trace.npz --ray auto --json"])
+                      "mlopt trace corpus/ -o trace.npz --ray auto --json",
+                      "mlopt trace corpus/ -o trace.npz --llvm 22 --ir2vec-vocab vocab.json"])
     tr.add_argument("corpus")
     tr.add_argument("-o", "--output", required=True, metavar="FILE", help="dataset to write (.npz)")
     tr.add_argument("--no-cache", action="store_true", help="recompile modules even when cached")

@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 import sys
 
-from ._common import add_command, float_list, fraction, int_list, positive_float, positive_int
+from ._common import (
+    add_command,
+    add_ir2vec_option,
+    float_list,
+    fraction,
+    int_list,
+    positive_float,
+    positive_int,
+    problem_name,
+)
 
 
 def cmd_train_bc(args) -> int:
@@ -15,8 +24,8 @@ def cmd_train_bc(args) -> int:
     from ..training.run_dir import RunDir
     from ..workers import Progress
 
-    problem = get(args.problem)
     ds = TraceDataset.load(args.trace)
+    problem = get(args.problem or ds.meta.get("problem") or "inlining")
     run = RunDir(args.output, create=True, force=args.force)
     config = {"kind": "bc", "trace": args.trace, "problem": problem.name, "hidden": list(args.hidden),
               "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "buckets": args.buckets,
@@ -50,14 +59,13 @@ def cmd_train_es(args) -> int:
 
     from ..corpus import corpus_entries
     from ..policy import MLPPolicy
-    from ..problems import get
     from ..training import ESConfig, ESTrainer
     from ..training.run_dir import RunDir
     from ..workers import Progress, make_pool
     from ._common import UsageError
 
-    problem = get(args.problem)
-    init, policy = _load_init(args, problem)
+    init, policy = _load_init(args)
+    problem = policy.problem
     out = Path(args.output)
     if args.resume and not (out / "checkpoint.npz").exists():
         raise UsageError(f"{out}: nothing to resume (no checkpoint.npz)")
@@ -107,29 +115,32 @@ def _baselines(corpora: list[str], pool, quiet: bool) -> tuple[dict[str, int], l
     return baseline, traces
 
 
-def _load_init(args, problem):
+def _load_init(args):
+    """(path, policy) of --init, with the problem it was trained for (which
+    --problem, when given, must be)."""
     from pathlib import Path
 
     from ..policy import MLPPolicy
+    from ..problems import get
 
     init = Path(args.init)
     if init.is_dir():
         init = init / "policy.npz"
-    return init, MLPPolicy.load(init, problem=problem)
+    policy = MLPPolicy.load(init, problem=get(args.problem) if args.problem else None)
+    return init, policy
 
 
 def cmd_train_search(args) -> int:
     from pathlib import Path
 
     from ..corpus import corpus_entries
-    from ..problems import get
     from ..training.local_search import SearchConfig, search_and_imitate
     from ..training.run_dir import RunDir
     from ..training.validation import total_delta_percent
     from ..workers import make_pool
 
-    problem = get(args.problem)
-    init, policy = _load_init(args, problem)
+    init, policy = _load_init(args)
+    problem = policy.problem
     out = Path(args.output)
     run = RunDir(out, create=True, force=args.force)
     cfg = SearchConfig(evaluations_per_module=args.evaluations, batch=args.batch, max_decisions=args.max_decisions,
@@ -168,6 +179,7 @@ def _rollout_trainer_options(parser) -> None:
     parser.add_argument("--force", action="store_true", help="replace an existing run directory's files")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--json", action="store_true")
+    add_ir2vec_option(parser)
 
 
 def register(sub) -> None:
@@ -179,7 +191,9 @@ def register(sub) -> None:
                      ["mlopt trace corpus/ -o trace.npz && mlopt train bc trace.npz -o runs/bc"])
     bc.add_argument("trace", help="a dataset written by mlopt trace")
     bc.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
-    bc.add_argument("--problem", default="inlining")
+    bc.add_argument("--problem", type=problem_name,
+                    help="whose features (default: the trace's: inlining, or inlining-ir2vec:<dim> for a "
+                         "trace made with --ir2vec-vocab)")
     bc.add_argument("--hidden", type=int_list, default=(64, 64), metavar="64,64")
     bc.add_argument("--epochs", type=positive_int, default=10)
     bc.add_argument("--batch-size", type=positive_int, default=512)
@@ -201,7 +215,7 @@ def register(sub) -> None:
     es.add_argument("--init", required=True, metavar="RUN|NPZ", help="starting policy (a run directory or policy.npz)")
     es.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
     es.add_argument("--validation", metavar="CORPUS", help="corpus to track the best policy on")
-    es.add_argument("--problem", default="inlining")
+    es.add_argument("--problem", type=problem_name, help="checked against the starting policy's (default: it)")
     es.add_argument("--iterations", type=positive_int, default=10)
     es.add_argument("--perturbations", type=positive_int, default=8, help="antithetic pairs per iteration (8)")
     es.add_argument("--sigma", type=positive_float, default=0.02)
@@ -220,7 +234,7 @@ def register(sub) -> None:
                     help="starting policy (a run directory or policy.npz); orders the search and is trained further")
     se.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
     se.add_argument("--validation", metavar="CORPUS", help="corpus to choose the imitation on")
-    se.add_argument("--problem", default="inlining")
+    se.add_argument("--problem", type=problem_name, help="checked against the starting policy's (default: it)")
     se.add_argument("--evaluations", type=positive_int, default=48, metavar="N", help="compiles per module (48)")
     se.add_argument("--batch", type=positive_int, default=8, help="moves per module per round (8)")
     se.add_argument("--max-decisions", type=positive_int, default=3000, metavar="N",

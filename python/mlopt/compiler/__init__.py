@@ -1,10 +1,19 @@
 """Running compilers with mlopt: the in-process compiler (``compile``,
 ``compile_many``, analyses), the pass plugin's flags for stock
-``opt-19``/``clang-19``, and the host for LLVM's interactive mode."""
+``opt``/``clang`` (19 or 22), and the host for LLVM's interactive mode."""
 
 from .analyses import call_site_costs, function_properties, inline_features
-from .compile import CompileResult, TextSizeCache, compile, compile_many, largest_first
+from .compile import (
+    CompileResult,
+    TextSizeCache,
+    compile,
+    compile_many,
+    inlining_problem,
+    largest_first,
+    load_inlining_policy,
+)
 from .plugin import clang_flags, clang_flags_string, opt_flags, plugin_path
 
 __all__ = ["CompileResult", "TextSizeCache", "call_site_costs", "clang_flags", "clang_flags_string", "compile",
-           "compile_many", "function_properties", "inline_features", "largest_first", "opt_flags", "plugin_path"]
+           "compile_many", "function_properties", "inline_features", "inlining_problem", "largest_first",
+           "load_inlining_policy", "opt_flags", "plugin_path"]

@@ -90,7 +90,7 @@ def _resolve_policy(policy, vocab: str = ""):
     if policy is None:
         return None, None
     if isinstance(policy, (str, os.PathLike)):
-        policy = load_policy(policy, _problem_of(vocab))
+        policy = load_inlining_policy(policy, vocab)
     if isinstance(policy, LoadedPolicy):
         _check_problem(policy, vocab)
         return policy.pool, None
@@ -103,9 +103,23 @@ def _resolve_policy(policy, vocab: str = ""):
                     f"not {type(policy).__name__}")
 
 
-def _problem_of(vocab: str):
-    """The inlining problem a compile with this IR2Vec vocabulary (or none) poses."""
-    return inlining.with_ir2vec(inlining.ir2vec_dimension(vocab)) if vocab else inlining.PROBLEM
+def load_inlining_policy(path: PathLike, ir2vec_vocab: PathLike | None = None) -> LoadedPolicy:
+    """:func:`mlopt.load_policy` for the inlining problem a compile with this
+    IR2Vec vocabulary (or none) poses; a policy that takes embeddings,
+    loaded without a vocabulary, says so."""
+    try:
+        return load_policy(path, inlining_problem(ir2vec_vocab))
+    except PolicyError as e:
+        if not ir2vec_vocab and any(f"{name}:0'" in str(e) for name in inlining.EMBEDDINGS):
+            raise PolicyError(f"{e} (the policy takes IR2Vec embeddings: give an IR2Vec vocabulary, "
+                              "--ir2vec-vocab / ir2vec_vocab=, on LLVM 22)") from None
+        raise
+
+
+def inlining_problem(ir2vec_vocab: PathLike | None = None):
+    """The inlining problem a compile with this IR2Vec vocabulary (or none)
+    poses: ``inlining``, or ``inlining-ir2vec:<its dimension>``."""
+    return inlining.with_ir2vec(inlining.ir2vec_dimension(ir2vec_vocab)) if ir2vec_vocab else inlining.PROBLEM
 
 
 def _takes_embeddings(problem) -> bool:

@@ -37,8 +37,10 @@ def plugin_path(llvm=None) -> Path:
     return path
 
 
-def _mlopt_options(training_log=None, model=None, overwrite_log=False) -> list[str]:
+def _mlopt_options(training_log=None, model=None, overwrite_log=False, ir2vec_vocab=None) -> list[str]:
     options = []
+    if ir2vec_vocab is not None:
+        options.append(f"-mlopt-inline-ir2vec-vocab={Path(ir2vec_vocab).resolve()}")
     if model is not None:
         options.append(f"-mlopt-inline-model={Path(model).resolve()}")
     if training_log is not None:
@@ -48,16 +50,21 @@ def _mlopt_options(training_log=None, model=None, overwrite_log=False) -> list[s
     return options
 
 
-def opt_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None) -> list[str]:
+def opt_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
+              ir2vec_vocab=None) -> list[str]:
     """Arguments that load the plugin into ``opt-<llvm>`` (options after the plugin).
 
     ``model``: a .tflite file, a model directory or a compiled policy .so.
-    ``training_log``: see :func:`clang_flags`.
+    ``training_log``: see :func:`clang_flags`. ``ir2vec_vocab`` (LLVM 22):
+    an IR2Vec vocabulary; the inliner's inputs then end with the callee and
+    caller embeddings.
     """
-    return [f"-load-pass-plugin={plugin_path(llvm)}", *_mlopt_options(training_log, model, overwrite_log)]
+    return [f"-load-pass-plugin={plugin_path(llvm)}",
+            *_mlopt_options(training_log, model, overwrite_log, ir2vec_vocab)]
 
 
-def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None) -> list[str]:
+def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
+                ir2vec_vocab=None) -> list[str]:
     """Arguments that load the plugin into ``clang-<llvm>`` with its options.
 
     ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
@@ -71,7 +78,7 @@ def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, l
     """
     path = plugin_path(llvm)
     flags = [f"-fpass-plugin={path}", "-Xclang", "-load", "-Xclang", str(path)]
-    for option in _mlopt_options(training_log, model, overwrite_log):
+    for option in _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab):
         flags += ["-mllvm", option]
     return flags
 

@@ -37,7 +37,12 @@ def clang_command(entry: CorpusEntry, output: Path, policy: str | None, clang: s
     else:
         text = entry.bitcode_path.with_suffix(".cmd").read_bytes().decode("utf-8", "surrogateescape")
         args = split_command_file(text)
+    from ..rollouts.tasks import default_ir2vec_vocab
+
+    vocab = default_ir2vec_vocab() or None
     plugin = [] if policy is None else [f"-mlopt-inline-model={policy}"]
+    if policy is not None and vocab:
+        plugin.append(f"-mlopt-inline-ir2vec-vocab={vocab}")
     if "-cc1" in args:
         kept, skip = [], False
         for a in args:
@@ -56,7 +61,7 @@ def clang_command(entry: CorpusEntry, output: Path, policy: str | None, clang: s
     from ..compiler.plugin import clang_flags
 
     driver = [a for a in args[1:] if a not in _DROP] if args else ["-Oz"]
-    flags = clang_flags(model=policy) if policy is not None else []
+    flags = clang_flags(model=policy, ir2vec_vocab=vocab) if policy is not None else []
     return [clang, *driver, *flags, "-c", "-x", "ir", str(entry.bitcode_path), "-o", str(output)]
 
 

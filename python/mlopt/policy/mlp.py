@@ -87,9 +87,14 @@ class MLPPolicy:
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, problem=None):
-        """Weights and vocab saved by :meth:`save` (.npz)."""
+        """Weights and vocab saved by :meth:`save` (.npz), for the problem
+        they were saved with (``problem``, when given, must be it)."""
         problem = problem or cls.problem
         with np.load(path) as z:
+            if problem is None:
+                from ..problems import get  # the saved problem, by its registered name
+
+                problem = get(str(z["problem"]) if "problem" in z else None)
             saved = str(z["problem"]) if "problem" in z else problem.name
             if saved != problem.name:
                 raise PolicyError(f"{path}: weights of a {saved!r} policy, not {problem.name!r}")

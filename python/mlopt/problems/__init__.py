@@ -40,6 +40,14 @@ def names() -> list[str]:
     return [*_PACKAGES, *(f"{n}:<dim>" for n in _PARAMETRIC)]
 
 
+def is_problem_name(name: str) -> bool:
+    """Whether ``get(name)`` names a problem (checked without importing it)."""
+    family, colon, parameter = name.partition(":")
+    if family in _PARAMETRIC:
+        return parameter.isdigit() and int(parameter) > 0
+    return not colon and name in _PACKAGES
+
+
 def get(problem: str | Problem | None = None) -> Problem:
     """A problem by name (default: inlining); a Problem is returned as it is."""
     from .base import Problem
@@ -74,4 +82,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'mlopt.problems' has no attribute {name!r}")
 
 
-__all__ = ["DEFAULT", "Problem", "get", "load_policy", "names"]
+__all__ = ["DEFAULT", "Problem", "get", "is_problem_name", "load_policy", "names"]

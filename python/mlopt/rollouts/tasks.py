@@ -13,6 +13,10 @@ import numpy as np
 
 from ..corpus import CorpusEntry
 
+# An IR2Vec vocabulary for every rollout that names none (LLVM 22): the CLI's
+# --ir2vec-vocab sets it, so worker processes see it too.
+IR2VEC_VOCAB_ENV = "MLOPT_IR2VEC_VOCAB"
+
 _POLICIES: dict[tuple, object] = {}
 _CACHES: dict[int, object] = {}  # this worker's TextSizeCache per LLVM major
 _MODULES: dict[tuple, object] = {}  # modules this worker has loaded (checked by LLVM once)
@@ -28,6 +32,7 @@ class RolloutTask:
     forced: str | None = None  # '0'/'1': the first decisions, whatever the policy says (local search)
     decisions: bool = False  # return the decisions made (Rollout.policy_decisions)
     llvm: int | None = None  # the LLVM major that compiles it (None: the worker's default)
+    ir2vec_vocab: str | None = None  # IR2Vec vocabulary (None: $MLOPT_IR2VEC_VOCAB; "": none)
 
 
 @dataclass
@@ -46,17 +51,27 @@ class Rollout:
     llvm_seconds: float = 0.0  # inside the engine (LLVM and the policy)
 
 
-def _policy(path: str | None):
+def default_ir2vec_vocab() -> str:
+    """$MLOPT_IR2VEC_VOCAB (what --ir2vec-vocab set), or "" for none."""
+    return os.environ.get(IR2VEC_VOCAB_ENV, "")
+
+
+def ir2vec_vocab_of(task: RolloutTask) -> str:
+    """The task's IR2Vec vocabulary path, or "" for none."""
+    return os.fspath(task.ir2vec_vocab if task.ir2vec_vocab is not None else default_ir2vec_vocab())
+
+
+def _policy(path: str | None, vocab: str):
     if path is None:
         return None
     st = os.stat(path)
-    key = (path, st.st_mtime_ns, st.st_size)
+    key = (path, st.st_mtime_ns, st.st_size, vocab)
     if key not in _POLICIES:
-        from ..problems import load_policy
+        from ..compiler import load_inlining_policy
 
         if len(_POLICIES) >= 64:  # ES writes new policies every iteration
             _POLICIES.clear()
-        _POLICIES[key] = load_policy(path)
+        _POLICIES[key] = load_inlining_policy(path, vocab)
     return _POLICIES[key]
 
 
@@ -87,10 +102,11 @@ def run_rollout(task: RolloutTask) -> Rollout:
     from ..compiler import compile
 
     module = _module(task.entry, task.llvm)
-    policy = _policy(task.policy)
+    vocab = ir2vec_vocab_of(task)
+    policy = _policy(task.policy, vocab)
     start = time.perf_counter()
     r = compile(module, policy, log=True, call_sites=task.call_sites, cache=_cache(module.llvm) if task.cache else None,
-                forced_decisions=task.forced)
+                forced_decisions=task.forced, ir2vec_vocab=vocab or None)
     llvm_seconds = time.perf_counter() - start
     return Rollout(task.entry.name, r.text_size, int(len(r.decisions)), int(r.decisions.sum()),
                    int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,

@@ -16,15 +16,17 @@ from .. import _native
 from ..corpus import CorpusEntry, cache_dir, corpus_entries
 from .dataset import TraceDataset
 from .runner import failures_of, run_rollouts
-from .tasks import RolloutTask
+from .tasks import RolloutTask, default_ir2vec_vocab
 
 KIND = "heuristic-v1"
 
 
-def module_key(entry: CorpusEntry, llvm: int) -> str:
+def module_key(entry: CorpusEntry, llvm: int, ir2vec_vocab: str = "") -> str:
     """What a module's compile depends on, hashed."""
     h = hashlib.sha256()
     h.update(KIND.encode())
+    if ir2vec_vocab:
+        h.update(b"\0ir2vec\0" + Path(ir2vec_vocab).read_bytes())
     h.update(_native.engine(llvm).llvm_version.encode() + b"\0" + _native.version().encode() + b"\0")
     h.update(entry.bitcode_path.read_bytes())
     if entry.command is not None:
@@ -58,19 +60,27 @@ def _store(key: str, text_size: int, log: bytes) -> None:
 
 def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = None, use_cache: bool = True,
                  workers: int | None = None, ray: str | None = None, timeout: float | None = None, pool=None,
-                 quiet: bool = False, llvm: int | str | None = None) -> TraceDataset:
+                 quiet: bool = False, llvm: int | str | None = None,
+                 ir2vec_vocab: str | os.PathLike | None = None) -> TraceDataset:
     """Traces every module of ``corpus`` (or the named ``modules``) with
     LLVM ``llvm`` (default :func:`mlopt._native.default_llvm`). Modules
-    that fail are left out and listed in ``meta["failed"]``."""
+    that fail are left out and listed in ``meta["failed"]``. With an IR2Vec
+    vocabulary (default ``$MLOPT_IR2VEC_VOCAB``; LLVM 22) the logs carry
+    the embeddings and ``meta["problem"]`` is ``inlining-ir2vec:<dim>``."""
+    from ..compiler import inlining_problem
+
     major = _native.resolve_llvm(llvm)
+    vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab is not None else default_ir2vec_vocab()
+    vocab = str(Path(vocab).resolve()) if vocab else ""
+    problem = inlining_problem(vocab or None)
     entries = corpus_entries(corpus)
     if modules is not None:
         wanted = set(modules)
         entries = [e for e in entries if e.name in wanted]
-    keys = [module_key(e, major) for e in entries]
+    keys = [module_key(e, major, vocab) for e in entries]
     found = {i: c for i, k in enumerate(keys) if use_cache and (c := _cached(k)) is not None}
     todo = [i for i in range(len(entries)) if i not in found]
-    tasks = [RolloutTask(entries[i], None, log=True, llvm=major) for i in todo]
+    tasks = [RolloutTask(entries[i], None, log=True, llvm=major, ir2vec_vocab=vocab) for i in todo]
     results = run_rollouts(tasks, pool=pool, workers=workers, ray=ray, timeout=timeout, quiet=quiet,
                            desc="tracing") if tasks else []
     for i, r in zip(todo, results):
@@ -81,7 +91,8 @@ def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = N
     failed = failures_of(tasks, results)
     kept = [i for i in range(len(entries)) if i in found]
     meta = {"corpus": str(Path(corpus).resolve()), "llvm": _native.engine(major).llvm_version,
-            "mlopt": _native.version(), "cached": len(entries) - len(todo), "failed": failed}
+            "mlopt": _native.version(), "cached": len(entries) - len(todo), "failed": failed,
+            "problem": problem.name, "ir2vec_vocab": vocab or None}
     return TraceDataset.from_logs([entries[i].name for i in kept], [found[i][0] for i in kept],
                                   [found[i][1] for i in kept], meta)
 

@@ -36,6 +36,7 @@
 #endif
 #include "llvm/Support/CommandLine.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <memory>
@@ -203,7 +204,14 @@ std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx,
     Opts.OptionalFeatures = {"callee_embedding", "caller_embedding"};
     Model = mlopt::loadPolicyModel(ModelPath, Inputs, Opts);
   } catch (const std::exception &E) {
-    Ctx.diagnose(mlopt::PluginDiagnostic(DS_Error, std::string("mlopt: ") + E.what()));
+    std::string Text = std::string("mlopt: ") + E.what();
+    bool HasEmbeddings = std::any_of(Inputs.begin(), Inputs.end(), [](const mlopt::TensorSpec &S) {
+      return S.name() == "callee_embedding";
+    });
+    if (!HasEmbeddings && Text.find("embedding:0'") != std::string::npos)
+      Text +=
+          " (the policy takes IR2Vec embeddings: pass -mlopt-inline-ir2vec-vocab=FILE, LLVM 22)";
+    Ctx.diagnose(mlopt::PluginDiagnostic(DS_Error, Text));
   }
   return Model;
 }
