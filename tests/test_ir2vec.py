@@ -19,9 +19,9 @@ import mlopt.compiler
 from mlopt import _native
 from mlopt.compiler.interactive import Host
 from mlopt.errors import IR2VecVocabError, PolicyError, ProblemError
-from mlopt.policy import LoadedPolicy, MLPPolicy, Vocab, compile_policy, feature_matrix
+from mlopt.policy import LoadedPolicy, Vocab, compile_policy, feature_matrix
 from mlopt.problems import get as get_problem
-from mlopt.problems import inlining, is_problem_name
+from mlopt.problems import inlining, is_problem_name, load_weights
 from mlopt.rollouts import TraceDataset
 from mlopt.training import train_bc
 
@@ -285,7 +285,7 @@ def test_the_cli_traces_trains_and_evaluates_with_embeddings(mini_corpus, ir2vec
     assert main(["train", "bc", str(tmp_path / "t.npz"), "-o", str(tmp_path / "bc"), "--epochs", "2",
                  "--hidden", "8", "--quiet"]) == 0
     capsys.readouterr()
-    assert MLPPolicy.load(tmp_path / "bc" / "policy.npz").problem.name == f"inlining-ir2vec:{DIM}"
+    assert load_weights(tmp_path / "bc" / "policy.npz").problem.name == f"inlining-ir2vec:{DIM}"
     assert main(["train", "es", str(mini_corpus), "--init", str(tmp_path / "bc"), "-o", str(tmp_path / "es"),
                  "--iterations", "1", "--perturbations", "1", "--modules", "2", "--workers", "2", "--quiet",
                  "--json", *v]) == 0

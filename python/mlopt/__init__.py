@@ -23,8 +23,8 @@ import importlib
 # the module that defines each public name
 _HOMES = {
     "mlopt.errors": (  # every error derives from MloptError
-        "MloptError", "CompileError", "CorpusError", "FeatureError", "InteractiveError", "LogFormatError",
-        "LogUsageError", "ModelFormatError", "ModuleError", "NativeModuleError", "OutputExistsError",
+        "MloptError", "CompileError", "CorpusError", "FeatureError", "IR2VecVocabError", "InteractiveError",
+        "LogFormatError", "LogUsageError", "ModelFormatError", "ModuleError", "NativeModuleError", "OutputExistsError",
         "PluginNotFoundError", "PolicyCompileError", "PolicyError", "ProblemError", "SpecError", "VocabError",
         "MloptWarning", "TruncatedLogWarning"),
     "mlopt.log": ("Log", "LogHeader", "LogStream", "LogView", "LogWriter", "Observation", "TensorSpec", "read_log"),

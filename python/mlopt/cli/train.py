@@ -58,7 +58,6 @@ def cmd_train_es(args) -> int:
     from pathlib import Path
 
     from ..corpus import corpus_entries
-    from ..policy import MLPPolicy
     from ..training import ESConfig, ESTrainer
     from ..training.run_dir import RunDir
     from ..workers import Progress, make_pool
@@ -92,7 +91,7 @@ def cmd_train_es(args) -> int:
 
             final = trainer.run(on_iteration=done)
     best = out / "best" / "policy.npz"
-    chosen = MLPPolicy.load(best, problem=problem) if best.exists() else final
+    chosen = type(policy).load(best, problem=problem) if best.exists() else final
     files = run.save_policy(chosen, compile_so=not args.no_compile)
     summary = {"run": str(out), "iterations": trainer.iteration, "best_validation_delta_percent": trainer.best,
                "files": files}
@@ -120,14 +119,12 @@ def _load_init(args):
     --problem, when given, must be)."""
     from pathlib import Path
 
-    from ..policy import MLPPolicy
-    from ..problems import get
+    from ..problems import load_weights
 
     init = Path(args.init)
     if init.is_dir():
         init = init / "policy.npz"
-    policy = MLPPolicy.load(init, problem=get(args.problem) if args.problem else None)
-    return init, policy
+    return init, load_weights(init, args.problem)
 
 
 def cmd_train_search(args) -> int:

@@ -47,7 +47,7 @@ class MLPPolicy:
         self.vocab = vocab.subset(self.problem.feature_names)
         self.widths = self.problem.feature_widths
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
-        width = 2 * sum(self.widths)
+        width, outputs = self.layer_widths(self.problem)
         for i, (w, b) in enumerate(layers):
             w = np.ascontiguousarray(w, dtype=np.float32)
             b = np.ascontiguousarray(b, dtype=np.float32)
@@ -55,9 +55,18 @@ class MLPPolicy:
                 raise ValueError(f"layer {i}: expected W [out, {width}] and b [out], got {w.shape} and {b.shape}")
             self.layers.append((w, b))
             width = w.shape[0]
-        if width != self.problem.num_actions:
-            raise ValueError(f"the last layer must have {self.problem.num_actions} outputs (one logit per "
-                             f"action of {self.problem.name}), has {width}")
+        if width != outputs:
+            raise ValueError(f"the last layer must have {outputs} outputs ({self.output_meaning()} of "
+                             f"{self.problem.name}), has {width}")
+
+    @classmethod
+    def layer_widths(cls, problem) -> tuple[int, int]:
+        """(inputs of the first layer, outputs of the last): every feature
+        element normalized twice (p, p*p); one logit per action."""
+        return 2 * sum(problem.feature_widths), problem.num_actions
+
+    def output_meaning(self) -> str:
+        return "one logit per action"
 
     # -- construction ------------------------------------------------------------
     @classmethod
@@ -65,7 +74,8 @@ class MLPPolicy:
         """He-initialized weights from ``numpy.random.default_rng(seed)``."""
         problem = problem or cls.problem
         rng = np.random.default_rng(seed)
-        sizes = [2 * sum(problem.feature_widths), *hidden, problem.num_actions]
+        n_in, n_out = cls.layer_widths(problem)
+        sizes = [n_in, *hidden, n_out]
         layers = []
         for n_in, n_out in zip(sizes[:-1], sizes[1:]):
             scale = np.sqrt(2.0 / n_in)
@@ -80,21 +90,21 @@ class MLPPolicy:
             choices = "0 or 1" if problem.num_actions == 2 else f"in [0, {problem.num_actions})"
             raise ValueError(f"decision must be {choices}")
         vocab = vocab or Vocab({f: [] for f in problem.feature_names})
-        w = np.zeros((problem.num_actions, 2 * sum(problem.feature_widths)))
-        b = np.zeros(problem.num_actions)
+        n_in, n_out = cls.layer_widths(problem)
+        w = np.zeros((n_out, n_in))
+        b = np.zeros(n_out)
         b[decision] = 1.0
         return cls(vocab, [(w, b)], problem=problem)
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, problem=None):
-        """Weights and vocab saved by :meth:`save` (.npz), for the problem
-        they were saved with (``problem``, when given, must be it)."""
+        """Weights and vocab saved by :meth:`save` (.npz); ``problem`` must
+        be the one they were saved for (see :func:`saved_problem`;
+        :func:`mlopt.problems.load_weights` finds it by name)."""
         problem = problem or cls.problem
+        if problem is None:
+            raise TypeError("MLPPolicy.load needs a problem (problem=...)")
         with np.load(path) as z:
-            if problem is None:
-                from ..problems import get  # the saved problem, by its registered name
-
-                problem = get(str(z["problem"]) if "problem" in z else None)
             saved = str(z["problem"]) if "problem" in z else problem.name
             if saved != problem.name:
                 raise PolicyError(f"{path}: weights of a {saved!r} policy, not {problem.name!r}")
@@ -170,6 +180,12 @@ class MLPPolicy:
     def __repr__(self) -> str:
         sizes = [self.layers[0][0].shape[1]] + [w.shape[0] for w, _ in self.layers]
         return f"<{type(self).__name__} {self.problem.name} {'x'.join(map(str, sizes))}>"
+
+
+def saved_problem(path: str | os.PathLike) -> str | None:
+    """The registered name of the problem weights saved by :meth:`MLPPolicy.save` are for."""
+    with np.load(path) as z:
+        return str(z["problem"]) if "problem" in z else None
 
 
 def _build_tflite(policy: MLPPolicy, logits_output: bool) -> bytes:

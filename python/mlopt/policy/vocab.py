@@ -85,8 +85,7 @@ class Vocab:
             for f in columns:
                 if f not in log:
                     raise VocabError(f"{_where(item)}: log has no feature {f!r}")
-                col = np.asarray(log[f])
-                columns[f].append(col.reshape(len(col), -1))
+                columns[f].append(_rows(np.asarray(log[f])))
         if not columns:
             raise VocabError("no features in the given logs")
         return cls.from_columns(columns, num_buckets, zscore)
@@ -99,13 +98,17 @@ class Vocab:
         out, scores = {}, {}
         for f, parts in columns.items():
             parts = [np.asarray(p) for p in parts]
-            rows = np.concatenate([p.reshape(len(p), -1) for p in parts]) if parts else np.zeros((0, 1))
+            rows = np.concatenate([_rows(p) for p in parts]) if parts else np.zeros((0, 1))
             if rows.size == 0:
                 raise VocabError("no observations in the given logs")
             if f in zscore:
                 scores[f] = z_score(rows)
             else:
-                out[f] = np.quantile(rows.reshape(-1).astype(np.float64), np.linspace(0.0, 1.0, num_buckets))
+                values = rows.reshape(-1).astype(np.float64)
+                values = values[~np.isnan(values)]  # stock LLVM sends NaN in some regalloc features
+                if values.size == 0:
+                    raise VocabError(f"feature {f!r} has no values that are numbers")
+                out[f] = np.quantile(values, np.linspace(0.0, 1.0, num_buckets))
         return cls(out, list(columns), scores)
 
     @classmethod
@@ -202,6 +205,11 @@ class Vocab:
             at += k
         np.multiply(out[:, :w], out[:, :w], out=out[:, w:])
         return out
+
+
+def _rows(column: np.ndarray) -> np.ndarray:
+    """``[n, *shape]`` -> ``[n, elements]`` (also for n = 0)."""
+    return column.reshape(len(column), int(np.prod(column.shape[1:], dtype=np.int64)))
 
 
 def z_score(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,8 +1,9 @@
 """Optimization problems and their registry.
 
 Each problem is a package here exposing ``PROBLEM`` (a :class:`Problem`:
-feature specs, decision spec, number of actions, decision decoding) and
-whatever is specific to it (its policy network, its feature helpers).
+feature specs, decision spec, number of actions, decision decoding),
+``POLICY`` (its policy network, an ``MLPPolicy`` class) and whatever else
+is specific to it (its feature helpers).
 Generic code takes a Problem or its name::
 
     mlopt.problems.get("inlining").feature_names
@@ -29,6 +30,7 @@ DEFAULT = "inlining"
 # name -> the package defining it (imported when first asked for)
 _PACKAGES = {
     "inlining": "mlopt.problems.inlining",
+    "regalloc": "mlopt.problems.regalloc",
 }
 _PARAMETRIC = {
     "inlining-ir2vec": ("mlopt.problems.inlining", "with_ir2vec"),
@@ -72,6 +74,21 @@ def load_policy(path, problem: str | Problem | None = None, **kwargs) -> LoadedP
     return LoadedPolicy(path, get(problem), **kwargs)
 
 
+def load_weights(path, problem: str | Problem | None = None):
+    """A policy's weights saved by ``save`` (.npz), as the network class of
+    the problem they were saved for (``problem``, when given, must be it)."""
+    from ..policy.mlp import saved_problem
+
+    wanted = get(problem if problem is not None else saved_problem(path))
+    package = importlib.import_module(_package_of(wanted.name))
+    return package.POLICY.load(path, problem=wanted)
+
+
+def _package_of(name: str) -> str:
+    family = name.partition(":")[0]
+    return _PARAMETRIC[family][0] if family in _PARAMETRIC else _PACKAGES[name]
+
+
 def __getattr__(name: str):
     # The registry itself stays light (the CLI builds its parser from it);
     # the Problem class, with numpy behind it, loads when asked for.
@@ -82,4 +99,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'mlopt.problems' has no attribute {name!r}")
 
 
-__all__ = ["DEFAULT", "Problem", "get", "is_problem_name", "load_policy", "names"]
+__all__ = ["DEFAULT", "Problem", "get", "is_problem_name", "load_policy", "load_weights", "names"]

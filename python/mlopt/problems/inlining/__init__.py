@@ -31,6 +31,8 @@ from .spec import (
                    with_ir2vec,
 )
 
-__all__ = ["DECISION", "DEFAULT_DECISION", "EMBEDDINGS", "FEATURES", "IR2VEC", "InlinePolicy", "LOGITS", "PROBLEM",
-           "Problem", "REWARD", "decision_spec", "default_decision_spec", "embedding_specs", "feature_matrix",
-           "feature_specs", "ir2vec_dimension", "reward_spec", "with_ir2vec"]
+POLICY = InlinePolicy  # the network of this problem (and of inlining-ir2vec:<dim>)
+
+__all__ = ["DECISION", "DEFAULT_DECISION", "EMBEDDINGS", "FEATURES", "IR2VEC", "InlinePolicy", "LOGITS", "POLICY",
+           "PROBLEM", "Problem", "REWARD", "decision_spec", "default_decision_spec", "embedding_specs",
+           "feature_matrix", "feature_specs", "ir2vec_dimension", "reward_spec", "with_ir2vec"]
