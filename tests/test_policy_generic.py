@@ -104,5 +104,5 @@ def test_policy_for_another_problem_is_refused_where_it_does_not_fit(batch, tmp_
         mlopt.load_policy(model)  # the inlining problem's 38 features
     with pytest.raises(mlopt.FeatureError, match="batch has no feature 'progress'"):
         LoadedPolicy(model, TOY).evaluate({"mask": batch["mask"]})
-    with pytest.raises(mlopt.ProblemError, match="no optimization problem 'regalloc'"):
-        mlopt.problems.get("regalloc")
+    with pytest.raises(mlopt.ProblemError, match="no optimization problem 'regalloc-priority'"):
+        mlopt.problems.get("regalloc-priority")
