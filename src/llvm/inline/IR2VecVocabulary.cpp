@@ -19,13 +19,6 @@
 
 using namespace llvm;
 
-#if LLVM_VERSION_MAJOR >= 22
-// A weak reference: LLVM 19's tools load the 22 plugin far enough for its
-// version check (HostVersionCheck.cpp) to say which plugin to use, instead
-// of failing on this data symbol, which only 21+ define.
-asm(".weak _ZN4llvm19IR2VecVocabAnalysis3KeyE");
-#endif
-
 namespace mlopt {
 
 namespace {

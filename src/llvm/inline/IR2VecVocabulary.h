@@ -20,7 +20,16 @@
 #ifndef MLOPT_LLVM_IR2VECVOCABULARY_H
 #define MLOPT_LLVM_IR2VECVOCABULARY_H
 
+#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/PassManager.h"
+
+// Every file that names IR2VecVocabAnalysis includes this header.
+#if LLVM_VERSION_MAJOR >= 22
+// A weak reference: LLVM 19's tools load the 22 plugin far enough for its
+// version check (HostVersionCheck.cpp) to say which plugin to use, instead
+// of failing on this data symbol, which only 21+ define.
+asm(".weak _ZN4llvm19IR2VecVocabAnalysis3KeyE");
+#endif
 
 #include <memory>
 #include <string>
