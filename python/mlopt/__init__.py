@@ -32,8 +32,8 @@ _HOMES = {
     "mlopt.problems": ("Problem", "load_policy"),
     "mlopt.problems.inlining": ("InlinePolicy",),
     "mlopt.corpus": ("Module", "load_corpus"),
-    "mlopt.compiler": ("CompileResult", "call_site_costs", "compile", "compile_many", "function_properties",
-                       "inline_features"),
+    "mlopt.compiler": ("AllocationResult", "CompileResult", "allocate", "allocate_many", "call_site_costs",
+                       "compile", "compile_many", "function_properties", "inline_features"),
 }
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names}
 _SUBPACKAGES = ("cli", "compiler", "corpus", "errors", "log", "policy", "problems", "tflite")

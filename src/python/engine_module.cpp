@@ -15,6 +15,9 @@
 #include "TextSizeCache.h"
 
 #include "ErrorTranslator.h"
+#ifdef MLOPT_HAVE_REGALLOC
+#include "EvictionDecider.h"
+#endif
 
 #include "llvm/Config/llvm-config.h"
 
@@ -96,12 +99,54 @@ int64_t callPython(CallbackState &S, const int64_t *Ints, size_t IntCount, const
   }
 }
 
+#ifdef MLOPT_HAVE_REGALLOC
+/// A Python callable deciding evictions: called with a dict of LLVM's
+/// eviction features (numpy arrays, LLVM's shapes) and the default
+/// advisor's column; returns a column. Its exception is re-raised after the
+/// compile (the default advisor decides from then on).
+class CallbackEvictionDecider final : public EvictionDecider {
+public:
+  explicit CallbackEvictionDecider(nb::handle Callable) : Callable(Callable) {}
+  std::optional<int64_t> decide(const EvictionQuestion &Q, std::string &Raw) override {
+    nb::gil_scoped_acquire Gil;
+    if (Error)
+      throw PolicyError("the callable failed earlier");
+    try {
+      nb::dict Obs;
+      for (size_t I = 0; I < Q.Header.Features.size(); ++I) {
+        const TensorSpec &S = Q.Header.Features[I];
+        const char *P = Q.Payload + Q.Header.FeatureOffsets[I];
+        if (S.type() == TensorType::Float)
+          Obs[S.name().c_str()] = copiedArray(reinterpret_cast<const float *>(P), S.elementCount());
+        else
+          Obs[S.name().c_str()] = copiedArray(reinterpret_cast<const int64_t *>(P), S.elementCount());
+      }
+      nb::object Answer = Callable(Obs, Q.DefaultIndex);
+      int64_t D = 0;
+      if (!nb::try_cast<int64_t>(Answer, D)) {
+        Raw = nb::cast<std::string>(nb::repr(Answer));
+        return std::nullopt;
+      }
+      return D;
+    } catch (nb::python_error &E) {
+      std::string What = E.what();
+      Error.emplace(std::move(E));
+      throw PolicyError("the callable raised " + What.substr(0, What.find('\n')));
+    }
+  }
+  nb::handle Callable;
+  std::optional<nb::python_error> Error;
+};
+#endif
+
 nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int CodeGenLevel,
                         const std::string &TargetTriple, const std::string &RelocModel,
                         int LoopVectorize, int SLPVectorize, bool KeepObject, bool CallSites,
                         SizeCache *Cache, std::shared_ptr<PolicyModelPool> Pool,
                         nb::object Callable, const std::string &Forced,
-                        const std::string &IR2VecVocab) {
+                        const std::string &IR2VecVocab, bool Regalloc,
+                        std::shared_ptr<PolicyModelPool> RegallocPool,
+                        nb::object RegallocCallable, unsigned RegallocMaxEvictions) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -116,6 +161,16 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
     throw nb::value_error("forced decisions must be a string of '0' and '1'");
   Options.ForcedDecisions = Forced;
   Options.IR2VecVocab = IR2VecVocab;
+  bool HasRegallocCallable = RegallocCallable.is_valid() && !RegallocCallable.is_none();
+  Options.Regalloc = Regalloc || RegallocPool || HasRegallocCallable;
+  Options.RegallocMaxEvictions = RegallocMaxEvictions;
+#ifdef MLOPT_HAVE_REGALLOC
+  std::shared_ptr<CallbackEvictionDecider> EvictionCallback;
+  if (HasRegallocCallable) {
+    EvictionCallback = std::make_shared<CallbackEvictionDecider>(RegallocCallable);
+    Options.RegallocDecider = EvictionCallback;
+  }
+#endif
 
   CallbackState Callback;
   Callback.Callable = Callable;
@@ -145,11 +200,23 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
             });
       };
     }
+#ifdef MLOPT_HAVE_REGALLOC
+    std::shared_ptr<PolicyModel> EvictionModel;
+    if (RegallocPool) {
+      EvictionModel = RegallocPool->acquire();
+      Options.RegallocDecider = std::make_shared<PolicyEvictionDecider>(EvictionModel);
+    }
+#endif
     Out = compileModule(M.Bitcode, M.Name, Options, Factory);
     Model.reset();
+    Options.RegallocDecider.reset();
   }
   if (Callback.Error)
     throw *Callback.Error;
+#ifdef MLOPT_HAVE_REGALLOC
+  if (EvictionCallback && EvictionCallback->Error)
+    throw *EvictionCallback->Error;
+#endif
   if (!Callback.BadAnswer.empty())
     throw PolicyError(M.Name + ": the policy callable returned " + Callback.BadAnswer +
                       " for inlining_decision (expected 0 or 1)");
@@ -166,6 +233,15 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   for (const auto &[Caller, Callee] : Out.CallSites)
     Sites.append(nb::make_tuple(Caller, Callee));
   R["call_sites"] = Sites;
+  if (Options.Regalloc) {
+    R["regalloc_log"] = asBytes(Out.RegallocLog);
+    nb::list Scores;
+    for (const auto &[Function, Score] : Out.RegallocScores)
+      Scores.append(nb::make_tuple(Function, Score));
+    R["regalloc_scores"] = Scores;
+    R["regalloc_questions"] = Out.RegallocQuestions;
+    R["regalloc_replaced"] = Out.RegallocReplaced;
+  }
   return R;
 }
 
@@ -221,7 +297,10 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a, "target_triple"_a,
         "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "call_sites"_a,
         "cache"_a.none(), "policy"_a.none(), "callable"_a.none(), "forced"_a = "",
-        "ir2vec_vocab"_a = "");
+        "ir2vec_vocab"_a = "", "regalloc"_a = false, "regalloc_policy"_a.none() = nb::none(),
+        "regalloc_callable"_a.none() = nb::none(), "regalloc_max_evictions"_a = 100u);
+  m.attr("regalloc_supported") = regallocSupported();
+  m.attr("regalloc_source_version") = regallocSourceVersion();
 
   m.def(
       "function_properties",

@@ -2,6 +2,7 @@
 ``compile_many``, analyses), the pass plugin's flags for stock
 ``opt``/``clang`` (19 or 22), and the host for LLVM's interactive mode."""
 
+from .allocate import AllocationResult, allocate, allocate_many, regalloc_supported
 from .analyses import call_site_costs, function_properties, inline_features
 from .compile import (
     CompileResult,
@@ -14,6 +15,6 @@ from .compile import (
 )
 from .plugin import clang_flags, clang_flags_string, opt_flags, plugin_path
 
-__all__ = ["CompileResult", "TextSizeCache", "call_site_costs", "clang_flags", "clang_flags_string", "compile",
+__all__ = ["AllocationResult", "CompileResult", "allocate", "allocate_many", "regalloc_supported", "TextSizeCache", "call_site_costs", "clang_flags", "clang_flags_string", "compile",
            "compile_many", "function_properties", "inline_features", "inlining_problem", "largest_first",
            "load_inlining_policy", "opt_flags", "plugin_path"]

@@ -10,6 +10,9 @@
 #include "TrainingLogWriter.h"
 
 #include "LLVMVersion.h"
+#ifdef MLOPT_HAVE_REGALLOC
+#include "EvictionAdvisorInstall.h"
+#endif
 
 #include "llvm/Analysis/InlineAdvisor.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
@@ -57,6 +60,28 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
                            S->IR2Vec);
 }
 
+#ifdef MLOPT_HAVE_REGALLOC
+/// The regalloc settings and session of the compile on this thread.
+struct RegallocState {
+  const CompileOptions *Options = nullptr;
+  std::shared_ptr<EvictionSession> Session;
+};
+thread_local RegallocState *CurrentRegalloc = nullptr;
+
+std::shared_ptr<EvictionSession> engineEvictionSession() {
+  RegallocState *S = CurrentRegalloc;
+  if (!S || !S->Options->Regalloc)
+    return nullptr;
+  EvictionSessionOptions Opts;
+  Opts.Decider = S->Options->RegallocDecider;
+  Opts.LogSink = std::make_unique<StringSink>();
+  Opts.MaxEvictionsPerVReg = S->Options->RegallocMaxEvictions;
+  Opts.Score = true;
+  S->Session = std::make_shared<EvictionSession>(std::move(Opts));
+  return S->Session;
+}
+#endif
+
 struct CurrentScope {
   explicit CurrentScope(AdvisorState &S) { Current = &S; }
   ~CurrentScope() { Current = nullptr; }
@@ -71,6 +96,22 @@ struct CurrentScope {
 }
 
 } // namespace
+
+bool regallocSupported() {
+#ifdef MLOPT_HAVE_REGALLOC
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string regallocSourceVersion() {
+#ifdef MLOPT_HAVE_REGALLOC
+  return evictionHeadersVersion();
+#else
+  return "";
+#endif
+}
 
 LoadedModule loadModule(const std::string &Bytes, const std::string &Name) {
   LLVMContext Ctx;
@@ -104,6 +145,14 @@ LoadedModule loadModule(const std::string &Bytes, const std::string &Name) {
 CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
                             const CompileOptions &Options, const RunnerFactory &MakeRunner) {
   initializeTargets();
+  if (Options.Regalloc) {
+#ifdef MLOPT_HAVE_REGALLOC
+    installEvictionAdvisor(engineEvictionSession);
+#else
+    throw CompileError(Name + ": this mlopt build has no regalloc eviction advisor (LLVM " +
+                       std::to_string(LLVM_VERSION_MAJOR) + ")");
+#endif
+  }
   std::shared_ptr<const IR2VecVocabulary> Vocab;
   if (!Options.IR2VecVocab.empty()) {
     Vocab = cachedIR2VecVocabulary(Options.IR2VecVocab);
@@ -164,7 +213,7 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   // inliner's decisions: a compile that made the same decisions as an
   // earlier one has the same object code.
   std::optional<TextSizeCache::Key> CacheKey;
-  if (Options.Cache && Options.CodeGenLevel >= 0 && !Options.KeepObject) {
+  if (Options.Cache && Options.CodeGenLevel >= 0 && !Options.KeepObject && !Options.Regalloc) {
     CacheKey = TextSizeCache::key(Bitcode, Options, Trace.Decisions);
     if (std::optional<uint64_t> Size = Options.Cache->lookup(*CacheKey)) {
       Out.TextSize = *Size;
@@ -181,12 +230,32 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
     TargetLibraryInfoImpl TLII(Triple(M->getTargetTriple()));
     SmallVector<char, 0> Buffer;
     raw_svector_ostream OS(Buffer);
-    legacy::PassManager PM;
-    PM.add(new TargetLibraryInfoWrapperPass(TLII));
-    if (TM->addPassesToEmitFile(PM, OS, nullptr, CodeGenFileType::ObjectFile,
-                                /*DisableVerify=*/false))
-      throw CompileError(Name + ": target '" + moduleTriple(*M) + "' cannot emit object files");
-    PM.run(*M);
+#ifdef MLOPT_HAVE_REGALLOC
+    RegallocState Regalloc;
+    Regalloc.Options = &Options;
+    struct RegallocScope {
+      explicit RegallocScope(RegallocState &S) { CurrentRegalloc = &S; }
+      ~RegallocScope() { CurrentRegalloc = nullptr; }
+    } RegallocOn(Regalloc);
+#endif
+    {
+      legacy::PassManager PM;
+      PM.add(new TargetLibraryInfoWrapperPass(TLII));
+      if (TM->addPassesToEmitFile(PM, OS, nullptr, CodeGenFileType::ObjectFile,
+                                  /*DisableVerify=*/false))
+        throw CompileError(Name + ": target '" + moduleTriple(*M) + "' cannot emit object files");
+      PM.run(*M);
+    } // the eviction analysis (and its channel) go with the pass manager
+#ifdef MLOPT_HAVE_REGALLOC
+    if (Regalloc.Session) {
+      Regalloc.Session->finish();
+      if (auto *Sink = static_cast<StringSink *>(Regalloc.Session->logSink()))
+        Out.RegallocLog = Sink->take();
+      Out.RegallocScores = Regalloc.Session->scores();
+      Out.RegallocQuestions = Regalloc.Session->stats().Questions;
+      Out.RegallocReplaced = Regalloc.Session->stats().Replaced;
+    }
+#endif
     if (!Diags.Errors.empty())
       throwDiagnostics(Name, Diags.Errors);
     StringRef Object(Buffer.data(), Buffer.size());

@@ -39,6 +39,7 @@ class LLVMContext;
 namespace mlopt {
 
 class TextSizeCache;
+class EvictionDecider;
 
 /// Makes the inliner's runner for one advisor of one compile, from LLVM's
 /// inputs (InlinePolicyRunner.h).
@@ -67,6 +68,14 @@ struct CompileOptions {
   /// then end with callee_embedding and caller_embedding (IR2VecVocabulary.h;
   /// an unreadable vocabulary throws IR2VecVocabError, LLVM 19 too).
   std::string IR2VecVocab;
+  /// Register allocation through mlopt's eviction advisor (builds with
+  /// regalloc support, regallocSupported()): LLVM's ML eviction advisor
+  /// extracts the features, RegallocDecider decides (null: the default advisor,
+  /// which gives stock code), invalid replies get the default's choice with a
+  /// warning; the output gets the eviction log and per-function RegAllocScores.
+  bool Regalloc = false;
+  std::shared_ptr<EvictionDecider> RegallocDecider;
+  unsigned RegallocMaxEvictions = 100;
   /// When set, code generation is skipped for a compile whose input,
   /// options and inlining decisions the cache has seen (not with KeepObject).
   TextSizeCache *Cache = nullptr;
@@ -79,7 +88,19 @@ struct CompileOutput {
   std::vector<std::string> Warnings;
   std::vector<std::pair<std::string, std::string>> CallSites; // with RecordCallSites
   bool CacheHit = false;                                      // TextSize came from the cache
+  // With Regalloc: LLVM's development-mode eviction log, each function's
+  // RegAllocScore (in code generation order), and how many questions LLVM's
+  // advisor asked and how many replies the default advisor's choice replaced.
+  std::string RegallocLog;
+  std::vector<std::pair<std::string, double>> RegallocScores;
+  uint64_t RegallocQuestions = 0;
+  uint64_t RegallocReplaced = 0;
 };
+
+/// Whether this build has the regalloc eviction advisor, and the LLVM
+/// source version of the private headers it was built with ("" without).
+bool regallocSupported();
+std::string regallocSourceVersion();
 
 /// A module checked to parse and verify, as bitcode (a .ll text is
 /// converted) with its target triple (empty when it has none).

@@ -11,8 +11,15 @@
 // translation unit its own log with a directory (a path ending in '/') or a
 // pattern with %m (the module's source file, see TrainingLogPath.h).
 //
-// Without any -mlopt-inline-* option the plugin registers nothing and the
-// compiler behaves exactly as stock.
+// Register-allocation eviction (LLVM 19 builds with LLVM's private headers):
+//   llc-19 -load=P -mlopt-regalloc-model=policy.so x.ll
+//   llc-19 -load=P -mlopt-regalloc-training-log=x.evict.log x.ll
+//   clang-19 -O2 -fpass-plugin=P -mllvm -mlopt-regalloc-model=... -c x.c
+// LLVM's own ML eviction advisor extracts the features; mlopt's policy
+// answers in-process; invalid replies get the default advisor's choice.
+//
+// Without any -mlopt-* option the plugin registers nothing and the compiler
+// behaves exactly as stock.
 
 #include "Errors.h"
 #include "IR2VecVocabulary.h"
@@ -23,6 +30,9 @@
 #include "PolicyModelRunner.h"
 #include "TensorSpecConversion.h"
 #include "TrainingLogPath.h"
+#ifdef MLOPT_HAVE_REGALLOC
+#include "EvictionAdvisorInstall.h"
+#endif
 
 #include "llvm/Analysis/InlineAdvisor.h"
 #include "llvm/Config/llvm-config.h"
@@ -110,6 +120,28 @@ cl::opt<std::string> IR2VecVocab(
     cl::desc("mlopt: LLVM 21+: an IR2Vec vocabulary (seed-embedding JSON); the inliner's "
              "inputs, logs and policies then carry callee_embedding and caller_embedding "
              "(LLVM's -ml-inliner-ir2vec-vocab-file with -ir2vec-vocab-path is honoured too)"));
+
+cl::OptionCategory RegallocCategory("mlopt regalloc options");
+
+cl::opt<std::string> RegallocModel(
+    "mlopt-regalloc-model", cl::value_desc("path"), cl::cat(RegallocCategory),
+    cl::desc("mlopt: the register-allocation eviction policy (.tflite, model directory or "
+             "compiled .so; decision index_to_evict) over LLVM's own eviction features"));
+
+cl::opt<std::string> RegallocLogPath(
+    "mlopt-regalloc-training-log", cl::value_desc("path"), cl::cat(RegallocCategory),
+    cl::desc("mlopt: write an MLGO training log of every eviction decision (LLVM's "
+             "development-mode layout: 21 features, index_to_evict, reward = the function's "
+             "RegAllocScore); without -mlopt-regalloc-model the default advisor decides"));
+
+cl::opt<bool> RegallocLogOverwrite("mlopt-regalloc-training-log-overwrite", cl::init(false),
+                                   cl::cat(RegallocCategory),
+                                   cl::desc("mlopt: replace an existing regalloc training log"));
+
+cl::opt<unsigned> RegallocMaxEvictions(
+    "mlopt-regalloc-max-evictions", cl::init(100), cl::value_desc("n"), cl::cat(RegallocCategory),
+    cl::desc("mlopt: after a policy made one virtual register evict this many times in a "
+             "function, the default advisor decides for it (ping-pong guard)"));
 
 ModuleAnalysisManager *TheMAM = nullptr;
 
@@ -265,6 +297,59 @@ void registerCallbacks(PassBuilder &PB) {
     MAM.registerPass([] { return PluginInlineAdvisorAnalysis(advisorFactory); });
   });
 }
+
+#ifdef MLOPT_HAVE_REGALLOC
+/// The session of one eviction analysis (one per llc/clang codegen
+/// pipeline), from the options; nullptr without regalloc options.
+std::shared_ptr<mlopt::EvictionSession> regallocSession() {
+  if (RegallocModel.empty() && RegallocLogPath.empty())
+    return nullptr;
+  mlopt::EvictionSessionOptions Opts;
+  Opts.MaxEvictionsPerVReg = RegallocMaxEvictions;
+  std::vector<std::string> Errors;
+  if (!RegallocModel.empty()) {
+    static std::shared_ptr<mlopt::EvictionDecider> Decider;
+    static std::string LoadError;
+    static bool Tried = false;
+    if (!Tried) {
+      Tried = true;
+      try {
+        mlopt::PolicyLoadOptions Load;
+        Load.LiteRtLibrary = LiteRtLibrary;
+        Load.DecisionName = "index_to_evict";
+        std::vector<mlopt::TensorSpec> Features = mlopt::evictionFeatureSpecs();
+        Decider = std::make_shared<mlopt::PolicyEvictionDecider>(
+            mlopt::loadPolicyModel(RegallocModel, Features, Load));
+      } catch (const std::exception &E) {
+        LoadError = E.what();
+      }
+    }
+    Opts.Decider = Decider;
+    if (!Decider)
+      Errors.push_back(LoadError + " (the default advisor decides)");
+  }
+  if (!RegallocLogPath.empty()) {
+    std::string Path = mlopt::expandTrainingLogPath(RegallocLogPath, "", "");
+    try {
+      mlopt::makeParentDirectory(Path);
+      Opts.LogSink = mlopt::FdSink::create(Path, RegallocLogOverwrite);
+    } catch (const std::exception &E) {
+      std::string Hint = RegallocLogOverwrite ? "" : " (pass -mlopt-regalloc-training-log-overwrite "
+                                                    "to replace it)";
+      Errors.push_back(std::string("cannot write regalloc training log: ") + E.what() +
+                       (std::string(E.what()).find("exists") != std::string::npos ? Hint : ""));
+    }
+  }
+  auto S = std::make_shared<mlopt::EvictionSession>(std::move(Opts));
+  for (const std::string &E : Errors)
+    S->addError(E);
+  return S;
+}
+
+/// llc -load and clang -fpass-plugin both run this when the plugin loads;
+/// options are read later, when the allocator's analysis is built.
+const bool RegallocInstalled = (mlopt::installEvictionAdvisor(regallocSession), true);
+#endif
 
 } // namespace
 
