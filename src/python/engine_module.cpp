@@ -236,8 +236,8 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   if (Options.Regalloc) {
     R["regalloc_log"] = asBytes(Out.RegallocLog);
     nb::list Scores;
-    for (const auto &[Function, Score] : Out.RegallocScores)
-      Scores.append(nb::make_tuple(Function, Score));
+    for (const auto &[Function, Score, C] : Out.RegallocScores)
+      Scores.append(nb::make_tuple(Function, Score, nb::make_tuple(C[0], C[1], C[2], C[3], C[4], C[5])));
     R["regalloc_scores"] = Scores;
     R["regalloc_questions"] = Out.RegallocQuestions;
     R["regalloc_replaced"] = Out.RegallocReplaced;

@@ -28,6 +28,10 @@ from .compile import _as_module, _codegen_level, largest_first
 
 PathLike = str | os.PathLike
 NO_PIPELINE = "function(verify)"  # code generation only: the module is already optimized
+# LLVM's RegAllocScore weights (-regalloc-copy-weight, ...), per weighted count.
+SCORE_TERMS = ("copies", "loads", "stores", "load_stores", "cheap_remats", "expensive_remats")
+LLVM_WEIGHTS = {"copies": 0.2, "loads": 4.0, "stores": 1.0, "load_stores": 5.0, "cheap_remats": 0.2,
+                "expensive_remats": 1.0}
 
 
 @dataclass
@@ -36,7 +40,9 @@ class AllocationResult:
 
     ``scores``: each function's RegAllocScore (LLVM's ``calculateRegAllocScore``
     right after rewriting: block-frequency-weighted copies, loads, stores and
-    rematerializations; lower is better), in code-generation order.
+    rematerializations; lower is better), in code-generation order;
+    ``counts``: per function, those block-frequency-weighted counts by
+    :data:`SCORE_TERMS` (:meth:`rescore` weighs them differently).
     ``log``: the eviction training log (LLVM's development-mode layout: 21
     features, ``index_to_evict``, ``reward`` = the function's score).
     ``questions``: decisions LLVM's advisor asked for; ``replaced``: answers
@@ -45,6 +51,7 @@ class AllocationResult:
     module: str
     text_size: int
     scores: dict[str, float]
+    counts: dict[str, dict[str, float]]
     log: Log | None
     log_bytes: bytes = field(repr=False)
     questions: int = 0
@@ -56,6 +63,17 @@ class AllocationResult:
     def score(self) -> float:
         """The module's RegAllocScore: the sum over its functions."""
         return float(sum(self.scores.values()))
+
+    def rescore(self, weights: dict[str, float]) -> float:
+        """The module's score with other weights (missing terms keep LLVM's:
+        :data:`LLVM_WEIGHTS`; ``load_stores`` is LLVM's load + store weight)."""
+        unknown = set(weights) - set(SCORE_TERMS)
+        if unknown:
+            raise ValueError(f"unknown RegAllocScore terms {sorted(unknown)}; the terms are {list(SCORE_TERMS)}")
+        w = {**LLVM_WEIGHTS, **weights}
+        if "load_stores" not in weights and ({"loads", "stores"} & set(weights)):
+            w["load_stores"] = w["loads"] + w["stores"]
+        return float(sum(w[t] * c[t] for c in self.counts.values() for t in SCORE_TERMS))
 
 
 def regalloc_supported(llvm: int | str | None = None) -> bool:
@@ -117,9 +135,13 @@ def _allocate(module: Module, pool, callback, pipeline: str | None, log: bool, k
                       regalloc_max_evictions=max_evictions)
     log_bytes = raw["regalloc_log"]
     scores: dict[str, float] = {}
-    for name, value in raw["regalloc_scores"]:
+    counts: dict[str, dict[str, float]] = {}
+    for name, value, terms in raw["regalloc_scores"]:
         scores[name] = scores.get(name, 0.0) + value
-    return AllocationResult(module.name, raw["text_size"], scores,
+        mine = counts.setdefault(name, dict.fromkeys(SCORE_TERMS, 0.0))
+        for t, c in zip(SCORE_TERMS, terms, strict=True):
+            mine[t] += c
+    return AllocationResult(module.name, raw["text_size"], scores, counts,
                             read_log(log_bytes) if log and log_bytes else None, log_bytes if log else b"",
                             raw["regalloc_questions"], raw["regalloc_replaced"], raw["object"],
                             list(raw["warnings"]))

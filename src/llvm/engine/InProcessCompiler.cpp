@@ -251,7 +251,8 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
       Regalloc.Session->finish();
       if (auto *Sink = static_cast<StringSink *>(Regalloc.Session->logSink()))
         Out.RegallocLog = Sink->take();
-      Out.RegallocScores = Regalloc.Session->scores();
+      for (const FunctionScore &F : Regalloc.Session->scores())
+        Out.RegallocScores.emplace_back(F.Function, F.Score, F.Counts);
       Out.RegallocQuestions = Regalloc.Session->stats().Questions;
       Out.RegallocReplaced = Regalloc.Session->stats().Replaced;
     }

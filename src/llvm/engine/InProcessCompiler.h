@@ -24,7 +24,9 @@
 #include "Errors.h"
 #include "InlinePolicyRunner.h"
 
+#include <array>
 #include <cstdint>
+#include <tuple>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -92,7 +94,9 @@ struct CompileOutput {
   // RegAllocScore (in code generation order), and how many questions LLVM's
   // advisor asked and how many replies the default advisor's choice replaced.
   std::string RegallocLog;
-  std::vector<std::pair<std::string, double>> RegallocScores;
+  /// Per function: name, RegAllocScore, and its six weighted counts
+  /// (copies, loads, stores, load-stores, cheap remats, expensive remats).
+  std::vector<std::tuple<std::string, double, std::array<double, 6>>> RegallocScores;
   uint64_t RegallocQuestions = 0;
   uint64_t RegallocReplaced = 0;
 };

@@ -229,7 +229,12 @@ public:
     bool Changed = static_cast<FunctionPass &>(*Stock).runOnFunction(MF.getFunction());
     const MachineBlockFrequencyInfo &MBFI =
         getAnalysis<MachineBlockFrequencyInfoWrapperPass>().getMBFI();
-    Session->functionScored(MF.getName().str(), calculateRegAllocScore(MF, MBFI).getScore());
+    RegAllocScore Score = calculateRegAllocScore(MF, MBFI);
+    Session->functionScored(FunctionScore{
+        MF.getName().str(),
+        Score.getScore(),
+        {Score.copyCounts(), Score.loadCounts(), Score.storeCounts(), Score.loadStoreCounts(),
+         Score.cheapRematCounts(), Score.expensiveRematCounts()}});
     report(MF.getFunction().getContext(), *Session);
     return Changed;
   }

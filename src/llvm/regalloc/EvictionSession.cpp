@@ -176,13 +176,13 @@ int64_t EvictionSession::answer(const LogHeader &Header, const char *Payload) {
   return NoEviction;
 }
 
-void EvictionSession::functionScored(const std::string &Name, double Score) {
+void EvictionSession::functionScored(const FunctionScore &Score) {
   std::lock_guard<std::mutex> Lock(Mutex);
   if (ScoreFunctions)
-    Scores.emplace_back(Name, Score);
-  if (Log && !Log->failed() && !Finished && ObservationOpen && Name == Function) {
+    Scores.push_back(Score);
+  if (Log && !Log->failed() && !Finished && ObservationOpen && Score.Function == Function) {
     try {
-      float Reward = static_cast<float>(Score);
+      float Reward = static_cast<float>(Score.Score);
       Log->logReward(&Reward, sizeof(Reward));
     } catch (const std::exception &E) {
       Errors.push_back(std::string("regalloc training log: ") + E.what());

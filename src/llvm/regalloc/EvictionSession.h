@@ -31,6 +31,7 @@
 #include "EvictionDecider.h"
 #include "TrainingLogWriter.h"
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -47,6 +48,14 @@ struct EvictionSessionOptions {
   unsigned MaxEvictionsPerVReg = 100;
   /// Compute every function's RegAllocScore (also when there is no log).
   bool Score = false;
+};
+
+/// One function's RegAllocScore and its frequency-weighted instruction
+/// counts (copies, loads, stores, load-stores, cheap and expensive remats).
+struct FunctionScore {
+  std::string Function;
+  double Score = 0;
+  std::array<double, 6> Counts{};
 };
 
 struct EvictionStats {
@@ -77,7 +86,7 @@ public:
     bool PolicyEvicted = false;
   };
   Outcome endDecision();
-  void functionScored(const std::string &Name, double Score);
+  void functionScored(const FunctionScore &Score);
   /// Warnings raised since the last call (each kind once per session).
   std::vector<std::string> takeWarnings();
   /// Errors (the log or policy could not be used) since the last call.
@@ -93,7 +102,7 @@ public:
   int64_t answer(const LogHeader &Header, const char *Payload);
 
   const EvictionStats &stats() const { return Stats; }
-  const std::vector<std::pair<std::string, double>> &scores() const { return Scores; }
+  const std::vector<FunctionScore> &scores() const { return Scores; }
   /// The log's bytes for an in-memory sink (StringSink), after finish().
   ByteSink *logSink() const { return SinkView; }
 
@@ -123,7 +132,7 @@ private:
   std::vector<std::string> Warnings;
   std::vector<std::string> Errors;
   EvictionStats Stats;
-  std::vector<std::pair<std::string, double>> Scores;
+  std::vector<FunctionScore> Scores;
   bool Finished = false;
 };
 
