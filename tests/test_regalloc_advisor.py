@@ -206,7 +206,8 @@ def test_clang_fpass_plugin_runs_the_policy(ra, policy, tmp_path):
     base = [ra["clang"], "-O2", *include_flags("brotli"), "-c", str(src)]
     subprocess.run([*base, "-o", str(tmp_path / "stock.o")], check=True)
     # -Xclang -load: clang parses -mllvm options before -fpass-plugin loads.
-    r = subprocess.run([*base, f"-fpass-plugin={ra['plugin']}", "-Xclang", "-load", "-Xclang", str(ra["plugin"]), "-mllvm", f"-mlopt-regalloc-model={policy['so']}",
+    load = [f"-fpass-plugin={ra['plugin']}", "-Xclang", "-load", "-Xclang", str(ra["plugin"])]
+    r = subprocess.run([*base, *load, "-mllvm", f"-mlopt-regalloc-model={policy['so']}",
                         "-mllvm", f"-mlopt-regalloc-training-log={tmp_path / 'c.log'}", "-o", str(tmp_path / "p.o")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

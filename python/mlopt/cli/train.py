@@ -77,7 +77,8 @@ def cmd_train_es(args) -> int:
     with make_pool(args.workers, ray=args.ray, timeout=args.timeout) as pool:
         train = corpus_entries(args.corpus)
         validation = corpus_entries(args.validation) if args.validation else []
-        baseline, _ = _baselines([args.corpus] + ([args.validation] if args.validation else []), pool, args.quiet)
+        corpora = [args.corpus] + ([args.validation] if args.validation else [])
+        baseline = _objective_baseline(problem, corpora, train + validation, pool, args.quiet)
         trainer = ESTrainer(policy, [e for e in train if e.name in baseline], baseline, out, cfg,
                             validation=[e for e in validation if e.name in baseline], pool=pool)
         trainer.resume()
@@ -100,6 +101,18 @@ def cmd_train_es(args) -> int:
           f"{out}: {trainer.iteration} iterations; best validation delta {best_text}; "
           f"policy: {files.get('policy_so', files['model'])}")
     return 0
+
+
+def _objective_baseline(problem, corpora: list[str], entries: list, pool, quiet: bool) -> dict[str, float]:
+    """The heuristic's cost (the problem's objective) of every module: .text
+    sizes from the corpus traces (cached), or measured here."""
+    if problem.objective == "text_size":
+        return _baselines(corpora, pool, quiet)[0]
+    from ..training.validation import costs_of
+
+    costs = costs_of([(None, e) for e in entries], problem.name, pool=pool, quiet=quiet,
+                     desc=f"{problem.objective} of the default")
+    return {e.name: c for e, c in zip(entries, costs) if c is not None}
 
 
 def _baselines(corpora: list[str], pool, quiet: bool) -> tuple[dict[str, int], list]:

@@ -19,11 +19,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from .._native import engine
+from ..corpus import Module
 from ..errors import PolicyError
 from ..log import Log, read_log
 from ..policy import LoadedPolicy, MLPPolicy
 from ..problems import load_policy, regalloc
-from ..corpus import Module
 from .compile import _as_module, _codegen_level, largest_first
 
 PathLike = str | os.PathLike
@@ -159,7 +159,8 @@ def allocate(module: Module | PathLike | bytes, policy=None, pipeline: str | Non
     compile). ``max_evictions``: after a policy made one virtual register
     evict this many times in a function, the default advisor decides for it."""
     pool, callback = _resolve(policy)
-    return _allocate(_as_module(module, _regalloc_llvm(llvm) if not isinstance(module, Module) else llvm), pool, callback, pipeline, log, keep_object, max_evictions)
+    mod = _as_module(module, llvm if isinstance(module, Module) else _regalloc_llvm(llvm))
+    return _allocate(mod, pool, callback, pipeline, log, keep_object, max_evictions)
 
 
 def allocate_many(modules: Iterable[Module | PathLike | bytes], policy=None, pipeline: str | None = None,

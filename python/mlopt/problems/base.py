@@ -30,7 +30,10 @@ class Problem:
     ``zscore_features``: features normalized per element by mean and
     standard deviation (float embeddings) instead of MLGO's quantile
     buckets. ``optional_features``: features a policy may lack (it runs
-    where the compiler provides them, ignoring them).
+    where the compiler provides them, ignoring them). ``objective``: what a
+    rollout measures, lower is better: ``"text_size"`` (bytes of ``.text``,
+    the inliner's) or ``"regalloc_score"`` (the RegAllocScore sum, regalloc's);
+    rollouts and trainers pick their measurement by it.
     """
 
     name: str
@@ -43,6 +46,7 @@ class Problem:
     description: str = ""
     zscore_features: tuple[str, ...] = ()
     optional_features: tuple[str, ...] = ()
+    objective: str = "text_size"
 
     @property
     def feature_names(self) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ class RolloutTask:
     decisions: bool = False  # return the decisions made (Rollout.policy_decisions)
     llvm: int | None = None  # the LLVM major that compiles it (None: the worker's default)
     ir2vec_vocab: str | None = None  # IR2Vec vocabulary (None: $MLOPT_IR2VEC_VOCAB; "": none)
+    problem: str = "inlining"  # whose policy and objective (Problem.objective)
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Rollout:
     notes: list[str] = field(default_factory=list)
     cache_hit: bool = False
     llvm_seconds: float = 0.0  # inside the engine (LLVM and the policy)
+    cost: float = 0.0  # the problem's objective (lower is better): .text bytes, RegAllocScore, ...
 
 
 def default_ir2vec_vocab() -> str:
@@ -61,17 +63,19 @@ def ir2vec_vocab_of(task: RolloutTask) -> str:
     return os.fspath(task.ir2vec_vocab if task.ir2vec_vocab is not None else default_ir2vec_vocab())
 
 
-def _policy(path: str | None, vocab: str):
+def _policy(path: str | None, vocab: str, problem: str = "inlining"):
     if path is None:
         return None
     st = os.stat(path)
-    key = (path, st.st_mtime_ns, st.st_size, vocab)
+    key = (path, st.st_mtime_ns, st.st_size, vocab, problem)
     if key not in _POLICIES:
         from ..compiler import load_inlining_policy
+        from ..problems import get, load_policy
 
         if len(_POLICIES) >= 64:  # ES writes new policies every iteration
             _POLICIES.clear()
-        _POLICIES[key] = load_inlining_policy(path, vocab)
+        _POLICIES[key] = (load_inlining_policy(path, vocab) if get(problem).objective == "text_size"
+                          else load_policy(path, problem))
     return _POLICIES[key]
 
 
@@ -99,6 +103,13 @@ def _module(entry: CorpusEntry, llvm: int | None):
 
 
 def run_rollout(task: RolloutTask) -> Rollout:
+    from ..problems import get
+
+    return _OBJECTIVES[get(task.problem).objective](task)
+
+
+def _size_rollout(task: RolloutTask) -> Rollout:
+    """The inliner's rollout: optimize and generate code; cost = .text bytes."""
     from ..compiler import compile
 
     module = _module(task.entry, task.llvm)
@@ -112,4 +123,28 @@ def run_rollout(task: RolloutTask) -> Rollout:
                    int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,
                    r.default_decisions if task.call_sites else None,
                    r.decisions if task.call_sites or task.decisions else None,
-                   module.notes, r.cache_hit, llvm_seconds)
+                   module.notes, r.cache_hit, llvm_seconds, cost=float(r.text_size))
+
+
+def _regalloc_rollout(task: RolloutTask) -> Rollout:
+    """Register allocation with an eviction policy (the module compiled as
+    its corpus command says, on an LLVM with the eviction advisor); cost =
+    the module's RegAllocScore. ``decisions``: the eviction questions asked."""
+    from ..compiler import allocate, regalloc_supported
+
+    llvm = task.llvm
+    if llvm is None and not regalloc_supported(None):
+        from .._native import built_majors
+
+        llvm = next((m for m in built_majors() if regalloc_supported(m)), None)
+    module = _module(task.entry, llvm)
+    policy = _policy(task.policy, "", task.problem)
+    start = time.perf_counter()
+    r = allocate(module, policy, log=task.log)
+    llvm_seconds = time.perf_counter() - start
+    return Rollout(task.entry.name, r.text_size, r.questions, 0, 0, r.log_bytes if task.log else b"",
+                   notes=module.notes + r.warnings, llvm_seconds=llvm_seconds, cost=r.score)
+
+
+# Problem.objective -> the rollout that measures it
+_OBJECTIVES = {"text_size": _size_rollout, "regalloc_score": _regalloc_rollout}

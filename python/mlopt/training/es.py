@@ -1,8 +1,9 @@
 """Evolution strategies as MLGO / ml-compiler-opt run them, generic over the
 problem: antithetic Gaussian perturbations of the policy's flat parameter
 vector, each pair evaluated on the same sampled training modules; reward
-per module ``1 - (policy_size + delta) / (heuristic_size + delta)`` against
-the trace's cached heuristic sizes; pairs with a failed evaluation pruned;
+per module ``1 - (policy_cost + delta) / (heuristic_cost + delta)`` against
+cached heuristic costs (the problem's objective: ``.text`` bytes for the
+inliner, RegAllocScore for regalloc); pairs with a failed evaluation pruned;
 rewards normalized (z-score) before the gradient estimate; Adam ascent.
 
 Every iteration draws its randomness from ``(seed, iteration)`` and reduces
@@ -26,7 +27,7 @@ from ..corpus import CorpusEntry
 from ..errors import MloptError
 from ..policy import MLPPolicy
 from .mlp_train import Adam
-from .validation import sizes_of, total_delta_percent
+from .validation import costs_of, total_delta_percent
 
 
 @dataclass
@@ -141,7 +142,7 @@ class ESTrainer:
                 for j in chosen[p]:
                     items.append((policy, self.train[j]))
                     owners.append((p, 0 if sign > 0 else 1))
-        sizes = sizes_of(items, pool=self.pool)
+        sizes = costs_of(items, self.template.problem.name, pool=self.pool)
         rewards = np.zeros((cfg.perturbations, 2))
         counts = np.zeros((cfg.perturbations, 2))
         failed = np.zeros(cfg.perturbations, bool)

@@ -49,4 +49,5 @@ PROBLEM = Problem(
     num_actions=CANDIDATES,
     reward=TensorSpec(REWARD, "float", [1]),
     description="register-allocation eviction (LLVM's ML eviction advisor, 21 features, decision: a column of 33)",
+    objective="regalloc_score",
 )
