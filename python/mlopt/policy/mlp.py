@@ -133,6 +133,12 @@ class MLPPolicy:
             np.savez(fh, **arrays)
 
     # -- evaluation ----------------------------------------------------------------
+    def training_inputs(self, batch) -> tuple[np.ndarray, np.ndarray | None]:
+        """What gradient training feeds the layers: the normalized features
+        [n, inputs] and no logit penalty (a per-candidate network returns
+        [n, C, inputs] and its [n, C] penalty)."""
+        return self.vocab.normalize(feature_matrix(batch, self.problem.features), self.widths), None
+
     def logits(self, batch) -> np.ndarray:
         h = self.vocab.normalize(feature_matrix(batch, self.problem.features), self.widths)
         for i, (w, b) in enumerate(self.layers):

@@ -97,3 +97,44 @@ def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epo
         return float((np.argmax(logits, axis=1) == labels[idx]).mean())
 
     return BCResult(policy, agreement(train_idx), agreement(test_idx), len(train_idx), len(test_idx), losses)
+
+
+def clone_logs(policy: MLPPolicy, logs: Sequence, *, label: str | None = None, epochs: int = 10,
+               batch_size: int = 256, lr: float = 3e-3, heldout_fraction: float = 0.2, seed: int = 0,
+               on_epoch: Callable[[int, float], None] | None = None) -> BCResult:
+    """Behavioral cloning from training logs (one per module, e.g. regalloc
+    eviction logs written with the default advisor deciding): fits
+    ``policy``'s layers (a copy) to each row's ``label`` (default: the
+    problem's decision column, what was done). Whole logs are held out."""
+    from ..log import read_log
+
+    problem = policy.problem
+    label = label or problem.decision.name
+    logs = [read_log(log) if not hasattr(log, "features") else log for log in logs]
+    logs = [log for log in logs if len(log)]
+    if not logs:
+        raise MloptError("no rows to clone: every log is empty")
+    held = set(heldout_modules([str(i) for i in range(len(logs))], heldout_fraction,
+                               [len(log) for log in logs]))
+    parts = [policy.training_inputs(log) + (np.asarray(log[label]).reshape(-1).astype(np.int64),) for log in logs]
+    rows = np.concatenate([np.full(len(log), i in held) for i, log in enumerate(logs)]) if logs else np.zeros(0, bool)
+    x = np.concatenate([p[0] for p in parts])
+    penalty = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
+    labels = np.concatenate([p[2] for p in parts])
+    train_idx, test_idx = np.flatnonzero(~rows), np.flatnonzero(rows)
+    if len(train_idx) == 0:
+        raise MloptError("no training rows (the logs are empty or every log is held out)")
+    layers = [(w.copy(), b.copy()) for w, b in policy.layers]
+    losses = fit(layers, x[train_idx], labels[train_idx], epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
+                 on_epoch=on_epoch, penalty=None if penalty is None else penalty[train_idx])
+    trained = type(policy)(policy.vocab, layers, problem=problem)
+
+    def agreement(idx: np.ndarray) -> float | None:
+        if len(idx) == 0:
+            return None
+        h = x[idx]
+        logits, _ = forward(trained.layers, h.reshape(-1, h.shape[-1]) if h.ndim == 3 else h)
+        logits = logits.reshape(len(idx), -1) + (0 if penalty is None else penalty[idx])
+        return float((np.argmax(logits, axis=1) == labels[idx]).mean())
+
+    return BCResult(trained, agreement(train_idx), agreement(test_idx), len(train_idx), len(test_idx), losses)

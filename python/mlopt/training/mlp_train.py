@@ -40,8 +40,19 @@ def forward(layers, h: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     return h, inputs
 
 
-def loss_and_grads(layers, h: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None):
-    logits, inputs = forward(layers, h)
+def loss_and_grads(layers, h: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None,
+                   penalty: np.ndarray | None = None):
+    """Softmax cross-entropy of ``labels``. ``h`` is [n, inputs] (the
+    network's outputs are the logits) or [n, C, inputs] for a network that
+    scores each of C candidates with one output (a shared per-candidate
+    encoder: the logits are the C scores, plus ``penalty`` [n, C])."""
+    grouped = h.ndim == 3
+    n = len(labels)
+    logits, inputs = forward(layers, h.reshape(-1, h.shape[-1]) if grouped else h)
+    if grouped:
+        logits = logits.reshape(n, h.shape[1])
+    if penalty is not None:
+        logits = logits + penalty
     z = logits - logits.max(axis=1, keepdims=True)
     p = np.exp(z)
     p /= p.sum(axis=1, keepdims=True)
@@ -51,6 +62,8 @@ def loss_and_grads(layers, h: np.ndarray, labels: np.ndarray, weights: np.ndarra
     d = p
     d[np.arange(n), labels] -= 1
     d *= (wts / wts.sum())[:, None]
+    if grouped:
+        d = d.reshape(-1, 1)
     grads = []
     for i in range(len(layers) - 1, -1, -1):
         w, _ = layers[i]
@@ -63,8 +76,10 @@ def loss_and_grads(layers, h: np.ndarray, labels: np.ndarray, weights: np.ndarra
 
 
 def fit(layers, x: np.ndarray, labels: np.ndarray, *, epochs: int, batch_size: int, lr: float, seed: int,
-        weights: np.ndarray | None = None, on_epoch: Callable[[int, float], None] | None = None) -> list[float]:
-    """Trains ``layers`` (list of (W, b), float32, updated in place)."""
+        weights: np.ndarray | None = None, on_epoch: Callable[[int, float], None] | None = None,
+        penalty: np.ndarray | None = None) -> list[float]:
+    """Trains ``layers`` (list of (W, b), float32, updated in place); ``x``
+    and ``penalty`` as in :func:`loss_and_grads`."""
     params = [a for wb in layers for a in wb]
     opt = Adam(params, lr)
     rng = np.random.default_rng(seed)
@@ -74,7 +89,8 @@ def fit(layers, x: np.ndarray, labels: np.ndarray, *, epochs: int, batch_size: i
         total, count = 0.0, 0
         for start in range(0, len(x), batch_size):
             idx = order[start:start + batch_size]
-            loss, grads = loss_and_grads(layers, x[idx], labels[idx], None if weights is None else weights[idx])
+            loss, grads = loss_and_grads(layers, x[idx], labels[idx], None if weights is None else weights[idx],
+                                         None if penalty is None else penalty[idx])
             opt.step(params, [g.astype(np.float32) for wb in grads for g in wb])
             total += loss * len(idx)
             count += len(idx)

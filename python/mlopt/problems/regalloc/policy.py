@@ -62,6 +62,11 @@ class EvictionPolicy(MLPPolicy):
         pos = np.stack(parts, axis=2)
         return np.concatenate([pos, pos * pos], axis=2), cols[MASK].reshape(n, CANDIDATES).astype(np.int64)
 
+    def training_inputs(self, batch) -> tuple[np.ndarray, np.ndarray]:
+        """(columns [n, 33, 2F], mask penalty [n, 33]) for gradient training."""
+        h, mask = self.column_inputs(batch)
+        return h, ((mask.astype(np.float32) - np.float32(1.0)) * MASK_PENALTY).astype(np.float32)
+
     def logits(self, batch) -> np.ndarray:
         """Masked scores [n, 33] (float32): score - 1e9 where mask is 0."""
         h, mask = self.column_inputs(batch)
