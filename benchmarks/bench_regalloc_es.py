@@ -89,8 +89,8 @@ def main() -> int:
             score, text, failed, per = totals(pool, path, heldout)
             results[name] = {"score": score, "text": text, "failed": failed, "per_module": per}
     d = results["default"]
-    summary = {"heldout_modules": len(heldout), "train_modules": len(train), "bc_agreement_heldout": bc.heldout_agreement,
-               "seconds": round(time.perf_counter() - t0, 1)}
+    summary = {"heldout_modules": len(heldout), "train_modules": len(train),
+               "bc_agreement_heldout": bc.heldout_agreement, "seconds": round(time.perf_counter() - t0, 1)}
     for name in ("bc", "es"):
         r = results[name]
         summary[f"{name}_score_change_percent"] = 100.0 * (r["score"] - d["score"]) / d["score"]

@@ -260,3 +260,42 @@ def test_score_equals_what_stock_llc_leaves_after_rewriting(ra, tmp_path):
     assert r.scores == {"pressure": pytest.approx(expected, rel=1e-12)}
     assert r.rescore({"loads": 0.0}) == pytest.approx(expected - 4.0 * r.counts["pressure"]["loads"]
                                                       - 4.0 * r.counts["pressure"]["load_stores"])
+
+
+def test_regalloc_rollouts_measure_the_score_and_es_trains_against_it(mini_corpus, tmp_path):
+    """A regalloc rollout's cost is the module's RegAllocScore (as allocate
+    measures it, in a worker); BC clones the default advisor from its
+    eviction logs; one ES iteration runs against the score, and the same seed
+    gives the same policy bytes again."""
+    if not mlopt.compiler.regalloc_supported(19):
+        pytest.skip("no regalloc eviction advisor in this build")
+    from mlopt.corpus import corpus_entries
+    from mlopt.rollouts import RolloutTask, run_rollouts
+    from mlopt.training import ESConfig, ESTrainer
+    from mlopt.training.bc import clone_logs
+    from mlopt.training.validation import costs_of
+    from mlopt.workers import make_pool
+
+    entries = corpus_entries(mini_corpus)
+    with make_pool(2) as pool:
+        rs = run_rollouts([RolloutTask(e, None, log=True, problem="regalloc", llvm=19) for e in entries], pool=pool,
+                          quiet=True)
+        assert all(r.ok for r in rs)
+        direct = {e.name: mlopt.allocate(e.load(19), log=False).score for e in entries}
+        assert {r.value.module: r.value.cost for r in rs} == pytest.approx(direct, rel=1e-12)
+        logs = [mlopt.read_log(r.value.log_bytes) for r in rs if r.value.log_bytes]
+        logs = [log for log in logs if len(log)]
+        assert sum(len(log) for log in logs) > 50
+        vocab = Vocab.from_logs(logs, num_buckets=50, features=regalloc.FEATURES)
+        bc = clone_logs(regalloc.EvictionPolicy.random(vocab, hidden=(8,), seed=0), logs, epochs=3,
+                        heldout_fraction=0.0)
+        assert bc.train_agreement > 0.5  # it learned something of the default advisor
+        baseline = {e.name: c for e, c in zip(entries, costs_of([(None, e) for e in entries], "regalloc", pool=pool))}
+        thetas = []
+        for run in ("a", "b"):
+            cfg = ESConfig(iterations=1, perturbations=2, modules_per_perturbation=3, delta=1.0, seed=3)
+            trainer = ESTrainer(bc.policy, entries, baseline, tmp_path / run, cfg, pool=pool)
+            trainer.run()
+            thetas.append(trainer.theta.copy())
+        assert np.array_equal(thetas[0], thetas[1])
+        assert not np.array_equal(thetas[0], np.concatenate([a.reshape(-1) for wb in bc.policy.layers for a in wb]))

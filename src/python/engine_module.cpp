@@ -119,7 +119,8 @@ public:
         if (S.type() == TensorType::Float)
           Obs[S.name().c_str()] = copiedArray(reinterpret_cast<const float *>(P), S.elementCount());
         else
-          Obs[S.name().c_str()] = copiedArray(reinterpret_cast<const int64_t *>(P), S.elementCount());
+          Obs[S.name().c_str()] =
+              copiedArray(reinterpret_cast<const int64_t *>(P), S.elementCount());
       }
       nb::object Answer = Callable(Obs, Q.DefaultIndex);
       int64_t D = 0;
@@ -145,8 +146,8 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                         SizeCache *Cache, std::shared_ptr<PolicyModelPool> Pool,
                         nb::object Callable, const std::string &Forced,
                         const std::string &IR2VecVocab, bool Regalloc,
-                        std::shared_ptr<PolicyModelPool> RegallocPool,
-                        nb::object RegallocCallable, unsigned RegallocMaxEvictions) {
+                        std::shared_ptr<PolicyModelPool> RegallocPool, nb::object RegallocCallable,
+                        unsigned RegallocMaxEvictions) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -237,7 +238,8 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
     R["regalloc_log"] = asBytes(Out.RegallocLog);
     nb::list Scores;
     for (const auto &[Function, Score, C] : Out.RegallocScores)
-      Scores.append(nb::make_tuple(Function, Score, nb::make_tuple(C[0], C[1], C[2], C[3], C[4], C[5])));
+      Scores.append(
+          nb::make_tuple(Function, Score, nb::make_tuple(C[0], C[1], C[2], C[3], C[4], C[5])));
     R["regalloc_scores"] = Scores;
     R["regalloc_questions"] = Out.RegallocQuestions;
     R["regalloc_replaced"] = Out.RegallocReplaced;

@@ -26,12 +26,12 @@
 
 #include <array>
 #include <cstdint>
-#include <tuple>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace llvm {

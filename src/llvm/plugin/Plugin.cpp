@@ -334,8 +334,9 @@ std::shared_ptr<mlopt::EvictionSession> regallocSession() {
       mlopt::makeParentDirectory(Path);
       Opts.LogSink = mlopt::FdSink::create(Path, RegallocLogOverwrite);
     } catch (const std::exception &E) {
-      std::string Hint = RegallocLogOverwrite ? "" : " (pass -mlopt-regalloc-training-log-overwrite "
-                                                    "to replace it)";
+      std::string Hint = RegallocLogOverwrite ? ""
+                                              : " (pass -mlopt-regalloc-training-log-overwrite "
+                                                "to replace it)";
       Errors.push_back(std::string("cannot write regalloc training log: ") + E.what() +
                        (std::string(E.what()).find("exists") != std::string::npos ? Hint : ""));
     }

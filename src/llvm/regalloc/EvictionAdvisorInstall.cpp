@@ -72,7 +72,8 @@ public:
     }
     unsigned &Evictions = EvictionsBy[VirtReg.reg().id()];
     S.beginDecision(DefaultIndex, Evictions);
-    MCRegister MLReg = ML->tryFindEvictionCandidate(VirtReg, Order, CostPerUseLimit, FixedRegisters);
+    MCRegister MLReg =
+        ML->tryFindEvictionCandidate(VirtReg, Order, CostPerUseLimit, FixedRegisters);
     EvictionSession::Outcome O = S.endDecision();
     report(MF.getFunction().getContext(), S);
     if (!O.Asked) // LLVM's advisor saw no legal column: as stock's release mode
@@ -113,7 +114,7 @@ public:
   explicit MLoptEvictionAnalysis(std::shared_ptr<EvictionSession> S)
       : RegAllocEvictionAdvisorAnalysis(AdvisorMode::Release), Session(std::move(S)) {}
   ~MLoptEvictionAnalysis() override {
-    ML.reset(); // LLVM's runner closes the channel ...
+    ML.reset();      // LLVM's runner closes the channel ...
     Channel.reset(); // ... before its thread stops
     Session->finish();
   }
@@ -262,7 +263,8 @@ void installEvictionAdvisor(EvictionSessionProvider Provider) {
     PassRegistry &Registry = *PassRegistry::getPassRegistry();
     initializeRegAllocEvictionAdvisorAnalysisPass(Registry);
     initializeVirtRegRewriterPass(Registry);
-    auto *Analysis = const_cast<PassInfo *>(Registry.getPassInfo(&RegAllocEvictionAdvisorAnalysis::ID));
+    auto *Analysis =
+        const_cast<PassInfo *>(Registry.getPassInfo(&RegAllocEvictionAdvisorAnalysis::ID));
     auto *Rewriter = const_cast<PassInfo *>(Registry.getPassInfo(&VirtRegRewriterID));
     if (!Analysis || !Rewriter || !Analysis->getNormalCtor() || !Rewriter->getNormalCtor())
       return;

@@ -59,8 +59,8 @@ struct FunctionScore {
 };
 
 struct EvictionStats {
-  uint64_t Questions = 0;    // questions LLVM's ML advisor asked
-  uint64_t Replaced = 0;     // replies replaced by the default advisor's choice
+  uint64_t Questions = 0; // questions LLVM's ML advisor asked
+  uint64_t Replaced = 0;  // replies replaced by the default advisor's choice
   uint64_t PolicyEvictions = 0;
 };
 
@@ -121,7 +121,7 @@ private:
   std::condition_variable HeaderSeen;
   bool HaveHeader = false;
   std::vector<TensorSpec> LLVMFeatures;
-  std::string Function;     // current machine function
+  std::string Function; // current machine function
   bool ContextLogged = false;
   bool ObservationOpen = false;
   // The decision in flight.
