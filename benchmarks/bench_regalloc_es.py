@@ -51,6 +51,8 @@ def main() -> int:
     ap.add_argument("--bc-epochs", type=int, default=5)
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--snapshot-every", type=int, default=5, metavar="N",
+                    help="save the policy every N iterations to out/snapshots/ (variants for the speed study)")
     args = ap.parse_args()
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -77,7 +79,18 @@ def main() -> int:
         trainer = ESTrainer(bc.policy, [e for e in train if e.name in baseline], baseline, run, cfg,
                             validation=[e for e in validation if e.name in baseline], pool=pool)
         trainer.resume()
-        trainer.run(on_iteration=lambda m: print(json.dumps(m), flush=True))
+        snapshots = out / "snapshots"
+        snapshots.mkdir(exist_ok=True)
+        bc.policy.save(snapshots / "iter_000.npz", overwrite=True)
+        es_start = time.perf_counter()
+
+        def done(m: dict) -> None:
+            print(json.dumps(m), flush=True)
+            if args.snapshot_every and m["iteration"] % args.snapshot_every == 0:
+                trainer.current_policy().save(snapshots / f"iter_{m['iteration']:03d}.npz", overwrite=True)
+
+        trainer.run(on_iteration=done)
+        es_seconds = time.perf_counter() - es_start
         best = run / "best" / "policy.npz"
         es_policy = regalloc.EvictionPolicy.load(best) if best.exists() else trainer.current_policy()
         results = {}
@@ -90,7 +103,9 @@ def main() -> int:
             results[name] = {"score": score, "text": text, "failed": failed, "per_module": per}
     d = results["default"]
     summary = {"heldout_modules": len(heldout), "train_modules": len(train),
-               "bc_agreement_heldout": bc.heldout_agreement, "seconds": round(time.perf_counter() - t0, 1)}
+               "bc_agreement_heldout": bc.heldout_agreement, "seconds": round(time.perf_counter() - t0, 1),
+               "es_seconds": round(es_seconds, 1), "es_iterations": trainer.iteration,
+               "validation_start_percent": trainer.start_validation, "validation_best_percent": trainer.best}
     for name in ("bc", "es"):
         r = results[name]
         summary[f"{name}_score_change_percent"] = 100.0 * (r["score"] - d["score"]) / d["score"]

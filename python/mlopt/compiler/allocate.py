@@ -165,14 +165,14 @@ def allocate(module: Module | PathLike | bytes, policy=None, pipeline: str | Non
 
 def allocate_many(modules: Iterable[Module | PathLike | bytes], policy=None, pipeline: str | None = None,
                   log: bool = True, *, threads: int | None = None, llvm: int | str | None = None,
-                  max_evictions: int = 100,
+                  max_evictions: int = 100, keep_object: bool = False,
                   on_result: Callable[[int, AllocationResult], None] | None = None) -> list[AllocationResult]:
     """:func:`allocate` for every module, ``threads`` at a time (default: the
     number of CPUs); results in input order, identical to sequential runs."""
     mods: Sequence[Module] = [_as_module(m, _regalloc_llvm(llvm) if not isinstance(m, Module) else llvm)
                               for m in modules]
     pool, callback = _resolve(policy)
-    run = lambda m: _allocate(m, pool, callback, pipeline, log, False, max_evictions)  # noqa: E731
+    run = lambda m: _allocate(m, pool, callback, pipeline, log, keep_object, max_evictions)  # noqa: E731
     threads = max(1, threads or os.cpu_count() or 1)
     results: list[AllocationResult | None] = [None] * len(mods)
     if threads == 1 or len(mods) <= 1:
