@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from .._native import engine
@@ -24,7 +23,7 @@ from ..errors import PolicyError
 from ..log import Log, read_log
 from ..policy import LoadedPolicy, MLPPolicy
 from ..problems import load_policy, regalloc
-from .compile import _as_module, _codegen_level, largest_first
+from .compile import _as_module, _codegen_level, map_modules
 
 PathLike = str | os.PathLike
 NO_PIPELINE = "function(verify)"  # code generation only: the module is already optimized
@@ -83,7 +82,7 @@ def regalloc_supported(llvm: int | str | None = None) -> bool:
     return bool(getattr(engine(resolve_llvm(llvm)), "regalloc_supported", False))
 
 
-def _regalloc_llvm(llvm):
+def regalloc_llvm(llvm: int | str | None = None):
     """``llvm``, or (None) the default major if it has the eviction advisor,
     else the first built major that has it."""
     if llvm is not None:
@@ -159,7 +158,7 @@ def allocate(module: Module | PathLike | bytes, policy=None, pipeline: str | Non
     compile). ``max_evictions``: after a policy made one virtual register
     evict this many times in a function, the default advisor decides for it."""
     pool, callback = _resolve(policy)
-    mod = _as_module(module, llvm if isinstance(module, Module) else _regalloc_llvm(llvm))
+    mod = _as_module(module, llvm if isinstance(module, Module) else regalloc_llvm(llvm))
     return _allocate(mod, pool, callback, pipeline, log, keep_object, max_evictions)
 
 
@@ -169,23 +168,8 @@ def allocate_many(modules: Iterable[Module | PathLike | bytes], policy=None, pip
                   on_result: Callable[[int, AllocationResult], None] | None = None) -> list[AllocationResult]:
     """:func:`allocate` for every module, ``threads`` at a time (default: the
     number of CPUs); results in input order, identical to sequential runs."""
-    mods: Sequence[Module] = [_as_module(m, _regalloc_llvm(llvm) if not isinstance(m, Module) else llvm)
+    mods: Sequence[Module] = [_as_module(m, regalloc_llvm(llvm) if not isinstance(m, Module) else llvm)
                               for m in modules]
     pool, callback = _resolve(policy)
     run = lambda m: _allocate(m, pool, callback, pipeline, log, keep_object, max_evictions)  # noqa: E731
-    threads = max(1, threads or os.cpu_count() or 1)
-    results: list[AllocationResult | None] = [None] * len(mods)
-    if threads == 1 or len(mods) <= 1:
-        for i, m in enumerate(mods):
-            results[i] = run(m)
-            if on_result:
-                on_result(i, results[i])
-        return results  # type: ignore[return-value]
-    with ThreadPoolExecutor(max_workers=threads) as ex:
-        futures = {ex.submit(run, mods[i]): i for i in largest_first(mods)}
-        for f in as_completed(futures):
-            i = futures[f]
-            results[i] = f.result()
-            if on_result:
-                on_result(i, results[i])
-    return results  # type: ignore[return-value]
+    return map_modules(run, mods, threads, on_result)

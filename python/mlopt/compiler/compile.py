@@ -281,15 +281,22 @@ def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLik
     mods = [_as_module(m, llvm) for m in modules]
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab else ""
     pool, callback = _resolve_policy(policy, vocab)
-    threads = max(1, threads or os.cpu_count() or 1)
     run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object, vocab=vocab)  # noqa: E731
-    results: list[CompileResult | None] = [None] * len(mods)
+    return map_modules(run, mods, threads, on_result)
+
+
+def map_modules(run: Callable, mods: Sequence, threads: int | None, on_result: Callable | None) -> list:
+    """``run(m)`` for every module, ``threads`` at a time (default: the
+    number of CPUs), largest first; results in input order; ``on_result(i,
+    result)`` in the calling thread as each finishes."""
+    threads = max(1, threads or os.cpu_count() or 1)
+    results: list = [None] * len(mods)
     if threads == 1 or len(mods) <= 1:
         for i, m in enumerate(mods):
             results[i] = run(m)
             if on_result:
                 on_result(i, results[i])
-        return results  # type: ignore[return-value]
+        return results
     with ThreadPoolExecutor(max_workers=threads) as ex:
         futures = {ex.submit(run, mods[i]): i for i in largest_first(mods)}
         for f in as_completed(futures):
@@ -297,7 +304,7 @@ def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLik
             results[i] = f.result()
             if on_result:
                 on_result(i, results[i])
-    return results  # type: ignore[return-value]
+    return results
 
 
 def largest_first(modules: Sequence) -> list[int]:

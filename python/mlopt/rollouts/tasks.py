@@ -130,14 +130,9 @@ def _regalloc_rollout(task: RolloutTask) -> Rollout:
     """Register allocation with an eviction policy (the module compiled as
     its corpus command says, on an LLVM with the eviction advisor); cost =
     the module's RegAllocScore. ``decisions``: the eviction questions asked."""
-    from ..compiler import allocate, regalloc_supported
+    from ..compiler.allocate import allocate, regalloc_llvm
 
-    llvm = task.llvm
-    if llvm is None and not regalloc_supported(None):
-        from .._native import built_majors
-
-        llvm = next((m for m in built_majors() if regalloc_supported(m)), None)
-    module = _module(task.entry, llvm)
+    module = _module(task.entry, regalloc_llvm(task.llvm))
     policy = _policy(task.policy, "", task.problem)
     start = time.perf_counter()
     r = allocate(module, policy, log=task.log)

@@ -1,4 +1,5 @@
 #include "FunctionPropertiesTable.h"
+#include "LLVMOption.h"
 #include "LLVMVersion.h"
 #include "ToolSetup.h"
 
@@ -77,11 +78,10 @@ const FieldInfo AllFields[] = {
 #undef FPI_FIELD
 
 cl::opt<bool> &detailedOption() {
-  auto &Options = cl::getRegisteredOptions();
-  auto It = Options.find("enable-detailed-function-properties");
-  if (It == Options.end())
+  cl::opt<bool> *Option = findLLVMOption<bool>("enable-detailed-function-properties");
+  if (!Option)
     throw std::runtime_error("libLLVM has no -enable-detailed-function-properties option");
-  return *static_cast<cl::opt<bool> *>(It->second);
+  return *Option;
 }
 
 /// Sets the option for the scope, exclusively (compiles hold the shared side).

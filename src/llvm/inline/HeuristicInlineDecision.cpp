@@ -1,4 +1,5 @@
 #include "HeuristicInlineDecision.h"
+#include "LLVMOption.h"
 #include "LLVMVersion.h"
 
 #include "llvm/Analysis/AssumptionCache.h"
@@ -18,12 +19,8 @@ namespace mlopt {
 /// The value of LLVM's own -inline-deferral option (default false).
 static bool inlineDeferralOption() {
   static const bool Value = [] {
-    auto &Options = cl::getRegisteredOptions();
-    auto It = Options.find("inline-deferral");
-    if (It == Options.end())
-      return false;
-    auto *Opt = static_cast<cl::opt<bool> *>(It->second);
-    return bool(*Opt);
+    cl::opt<bool> *Opt = findLLVMOption<bool>("inline-deferral");
+    return Opt && bool(*Opt);
   }();
   return Value;
 }

@@ -1,5 +1,6 @@
 #include "IR2VecVocabulary.h"
 #include "Errors.h"
+#include "LLVMOption.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/DiagnosticHandler.h"
@@ -56,11 +57,10 @@ struct ErrorRecorder final : DiagnosticHandler {
 };
 
 cl::opt<std::string> &vocabPathOption() {
-  auto &Options = cl::getRegisteredOptions();
-  auto It = Options.find("ir2vec-vocab-path");
-  if (It == Options.end())
+  cl::opt<std::string> *Option = findLLVMOption<std::string>("ir2vec-vocab-path");
+  if (!Option)
     throw IR2VecVocabError("this LLVM has no -ir2vec-vocab-path option");
-  return *static_cast<cl::opt<std::string> *>(It->second);
+  return *Option;
 }
 
 std::shared_ptr<const IR2VecVocabulary> readWithLLVM(const std::string &Path) {

@@ -25,6 +25,7 @@
 #include "IR2VecVocabulary.h"
 #include "InlineAdvisorFactory.h"
 #include "InteractiveRunner.h"
+#include "LLVMOption.h"
 #include "MLoptInlineAdvisor.h"
 #include "PluginDiagnostic.h"
 #include "PolicyModelRunner.h"
@@ -145,13 +146,6 @@ cl::opt<unsigned> RegallocMaxEvictions(
 
 ModuleAnalysisManager *TheMAM = nullptr;
 
-/// The value of one of LLVM's own string options ("" when it has none).
-cl::opt<std::string> *llvmStringOption(const char *Name) {
-  auto &Options = cl::getRegisteredOptions();
-  auto It = Options.find(Name);
-  return It == Options.end() ? nullptr : static_cast<cl::opt<std::string> *>(It->second);
-}
-
 /// Whether the inliner gets IR2Vec embeddings: decided once per process.
 /// mlopt's option, or LLVM's -ml-inliner-ir2vec-vocab-file (whose
 /// vocabulary LLVM reads from -ir2vec-vocab-path). The vocabulary is read
@@ -161,8 +155,9 @@ bool useIR2Vec(LLVMContext &Ctx) {
   if (Decided >= 0)
     return Decided;
   Decided = 0;
-  cl::opt<std::string> *StockTrigger = llvmStringOption("ml-inliner-ir2vec-vocab-file");
-  cl::opt<std::string> *VocabPath = llvmStringOption("ir2vec-vocab-path");
+  cl::opt<std::string> *StockTrigger =
+      mlopt::findLLVMOption<std::string>("ml-inliner-ir2vec-vocab-file");
+  cl::opt<std::string> *VocabPath = mlopt::findLLVMOption<std::string>("ir2vec-vocab-path");
   bool Stock = StockTrigger && !StockTrigger->empty();
   if (IR2VecVocab.empty() && !Stock)
     return false;
@@ -333,12 +328,13 @@ std::shared_ptr<mlopt::EvictionSession> regallocSession() {
     try {
       mlopt::makeParentDirectory(Path);
       Opts.LogSink = mlopt::FdSink::create(Path, RegallocLogOverwrite);
+    } catch (const mlopt::FileError &E) {
+      std::string Hint = E.code().value() == EEXIST
+                             ? " (pass -mlopt-regalloc-training-log-overwrite to replace it)"
+                             : "";
+      Errors.push_back(std::string("cannot write regalloc training log: ") + E.what() + Hint);
     } catch (const std::exception &E) {
-      std::string Hint = RegallocLogOverwrite ? ""
-                                              : " (pass -mlopt-regalloc-training-log-overwrite "
-                                                "to replace it)";
-      Errors.push_back(std::string("cannot write regalloc training log: ") + E.what() +
-                       (std::string(E.what()).find("exists") != std::string::npos ? Hint : ""));
+      Errors.push_back(std::string("cannot write regalloc training log: ") + E.what());
     }
   }
   auto S = std::make_shared<mlopt::EvictionSession>(std::move(Opts));

@@ -6,6 +6,7 @@
 
 #include "EvictionAdvisorInstall.h"
 #include "EvictionChannel.h"
+#include "LLVMOption.h"
 #include "PluginDiagnostic.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -20,7 +21,6 @@
 #include "llvm/InitializePasses.h"
 #include "llvm/Pass.h"
 #include "llvm/PassRegistry.h"
-#include "llvm/Support/CommandLine.h"
 
 #include <mutex>
 
@@ -103,12 +103,6 @@ std::mutex &channelOptionLock() {
   return M;
 }
 
-cl::opt<std::string> *channelBaseOption() {
-  auto &Options = cl::getRegisteredOptions();
-  auto It = Options.find("regalloc-evict-interactive-channel-base");
-  return It == Options.end() ? nullptr : static_cast<cl::opt<std::string> *>(It->second);
-}
-
 class MLoptEvictionAnalysis final : public RegAllocEvictionAdvisorAnalysis {
 public:
   explicit MLoptEvictionAnalysis(std::shared_ptr<EvictionSession> S)
@@ -131,7 +125,8 @@ private:
   bool startML(const MachineFunction &MF, const RAGreedy &RA,
                std::unique_ptr<RegAllocEvictionAdvisor> &First) {
     LLVMContext &Ctx = MF.getFunction().getContext();
-    cl::opt<std::string> *Base = channelBaseOption();
+    cl::opt<std::string> *Base =
+        findLLVMOption<std::string>("regalloc-evict-interactive-channel-base");
     if (!Base) {
       Ctx.diagnose(PluginDiagnostic(DS_Error, "mlopt: this LLVM has no ML eviction advisor "
                                               "(-regalloc-evict-interactive-channel-base)"));
