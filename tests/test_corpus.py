@@ -101,9 +101,10 @@ def test_make_split_and_global_command(mini_corpus, tmp_path):
     assert desc == {"global_command_override": ["-O2", "-fno-pic"], "has_thinlto": False, "modules": names}
     [m, *_] = mlopt.load_corpus(tmp_path / "made")
     assert (m.opt_level, m.reloc_model, m.loop_vectorize) == ("O2", "static", True)
-    sides = split_corpus(mini_corpus, tmp_path / "split", 0.5, seed=1)
+    halves = {"train": 0.5, "heldout": 0.5}
+    sides = split_corpus(mini_corpus, tmp_path / "split", halves, by="module", seed=1)
     assert sorted(sides["train"] + sides["heldout"]) == sorted(e.name for e in corpus_entries(mini_corpus))
-    assert split_corpus(mini_corpus, tmp_path / "split2", 0.5, seed=1) == sides  # deterministic
+    assert split_corpus(mini_corpus, tmp_path / "split2", halves, by="module", seed=1) == sides  # deterministic
     for side in ("train", "heldout"):
         assert [e.name for e in corpus_entries(tmp_path / "split" / side)] == sides[side]
     unspecified = tmp_path / "u"

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from ._common import UsageError, add_command, fraction, positive_int
+from ._common import UsageError, add_command, positive_int
 
 
 def _progress(quiet: bool):
@@ -89,15 +89,55 @@ def cmd_fetch(args) -> int:
     return 0
 
 
+def _fractions(text: str) -> dict[str, float]:
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--fractions {text!r}: expected numbers such as 0.7,0.15,0.15") from None
+    if len(values) == 3:
+        return dict(zip(("train", "validation", "test"), values))
+    if len(values) == 2:
+        return dict(zip(("train", "test"), values))
+    raise UsageError(f"--fractions {text!r}: expected train,validation,test or train,test fractions")
+
+
+def _assignments(text: str | None) -> dict[str, str]:
+    out = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise UsageError(f"--assign {item!r}: expected PACKAGE=SIDE")
+        pkg, side = item.split("=", 1)
+        out[pkg.strip()] = side.strip()
+    return out
+
+
 def cmd_split(args) -> int:
     from ..corpus import split_corpus
 
-    sides = split_corpus(args.corpus, args.output, args.heldout, args.seed, force=args.force)
+    sides = split_corpus(args.corpus, args.output, _fractions(args.fractions), by=args.by, seed=args.seed,
+                         assign=_assignments(args.assign), force=args.force)
     summary = {side: len(names) for side, names in sides.items()}
     if args.json:
         print(json.dumps({"output": args.output, **summary}))
     else:
-        print(f"{args.output}/train: {summary['train']} modules, {args.output}/heldout: {summary['heldout']} modules")
+        print(", ".join(f"{args.output}/{side}: {n} modules" for side, n in summary.items()))
+    return 0
+
+
+def cmd_stats(args) -> int:
+    from ..corpus import read_description, read_manifest
+    from ..corpus.manifest import manifest_table, summary
+
+    read_description(args.corpus)
+    manifest = read_manifest(args.corpus)
+    if manifest is None:
+        raise UsageError(f"{args.corpus}: no corpus_manifest.json (corpora from 'mlopt corpus fetch|debian' have one)")
+    if args.json:
+        print(json.dumps({**summary(manifest), "per_package": manifest["packages"]}, indent=2))
+    else:
+        print(manifest_table(manifest))
     return 0
 
 
@@ -128,12 +168,24 @@ def register(sub) -> None:
     fe.add_argument("-o", "--output", metavar="DIR", help="corpus directory (default: in the user cache)")
     fe.add_argument("--packages", metavar="A,B", help="only these packages (see docs/guide/corpora.md)")
 
-    sp = add_command(csub, "split", "split a corpus into train/ and heldout/ (deterministic, by module)",
-                     ["mlopt corpus split $(mlopt corpus fetch) splits/ --heldout 0.25"])
+    sp = add_command(csub, "split", "split a corpus into train/, validation/, test/ (deterministic, by package)",
+                     ["mlopt corpus split CORPUS splits/",
+                      "mlopt corpus split CORPUS splits/ --fractions 0.8,0.2 --by module",
+                      "mlopt corpus split CORPUS splits/ --assign lz4=test,ujson=validation"])
     sp.add_argument("corpus")
-    sp.add_argument("output", help="directory for train/ and heldout/")
-    sp.add_argument("--heldout", type=fraction, default=0.2, metavar="F", help="held-out fraction (0.2)")
+    sp.add_argument("output", help="directory for one corpus per side")
+    sp.add_argument("--fractions", default="0.7,0.15,0.15", metavar="T,V,X",
+                    help="train,validation,test (or train,test) shares (0.7,0.15,0.15)")
+    sp.add_argument("--by", choices=["package", "module", "auto"], default="auto",
+                    help="unit kept on one side; auto: package when module names are PKG/... (default)")
+    sp.add_argument("--assign", metavar="PKG=SIDE,...", help="pin packages to sides")
     sp.add_argument("--seed", type=int, default=0)
+
+    st = add_command(csub, "stats", "a corpus's packages and languages: modules, .text, shares, failures",
+                     ["mlopt corpus stats CORPUS", "mlopt corpus stats CORPUS --json"])
+    st.add_argument("corpus")
+    st.add_argument("--json", action="store_true", help="machine-readable summary")
+    st.set_defaults(func=cmd_stats)
 
     for p, func in ((ex, cmd_extract), (mk, cmd_make), (fe, cmd_fetch), (sp, cmd_split)):
         if p is not mk and p is not sp:

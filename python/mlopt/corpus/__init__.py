@@ -14,10 +14,11 @@ from .extract import (
 )
 from .fetch import PACKAGES, cache_dir, fetch_corpus, package_names
 from .make import make_corpus
+from .manifest import read_manifest
 from .module import Module
-from .split import split_corpus
+from .split import package_of, split_corpus
 
 __all__ = ["CODEGEN_LEVEL", "PACKAGES", "CorpusEntry", "ExtractReport", "Module", "cache_dir", "corpus_entries",
            "extract_corpus", "fetch_corpus", "load_corpus", "make_corpus", "objects_from_compile_commands",
            "objects_from_list", "objects_in_directory", "package_names", "parse_command_line",
-           "read_description", "split_command_file", "split_corpus"]
+           "package_of", "read_description", "read_manifest", "split_command_file", "split_corpus"]

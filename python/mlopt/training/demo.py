@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .._native import default_llvm
 from ..corpus import PACKAGES, corpus_entries, fetch_corpus, split_corpus
-from ..corpus.split import held_out
+from ..corpus.split import split_value
 from ..errors import OutputExistsError
 from ..evaluation import evaluate, plot_evaluation, plot_training_curve, summarize, verify_with_clang, write_csv
 from ..policy import MLPPolicy
@@ -52,10 +52,10 @@ def demo_splits(splits: Path, small: bool = False) -> tuple[list, list, list]:
     validation part (20%, another seed) is returned apart:
     (train, validation, held-out) corpus entries."""
     corpus = fetch_corpus(None, list(SMALL_PACKAGES) if small else None).output
-    split_corpus(corpus, splits, 0.25, force=True)
+    split_corpus(corpus, splits, {"train": 0.75, "heldout": 0.25}, by="module", force=True)
     train_all = corpus_entries(splits / "train")
     heldout = corpus_entries(splits / "heldout")
-    validation = [e for e in train_all if held_out(e.name, 0.2, seed=1)]
+    validation = [e for e in train_all if split_value(e.name, seed=1) < 0.2]
     train = [e for e in train_all if e not in validation] or train_all
     return train, validation, heldout
 
