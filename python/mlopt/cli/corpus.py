@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from ._common import UsageError, add_command, positive_int
+from ._common import UsageError, add_command, existing_file, positive_float, positive_int
 
 
 def _progress(quiet: bool):
@@ -89,6 +89,58 @@ def cmd_fetch(args) -> int:
     return 0
 
 
+def _package_lines(quiet: bool):
+    """One line per finished package with an ETA (on stderr; works in logs too)."""
+    import time
+
+    start = time.monotonic()
+    built = {"n": 0}
+
+    def update(event: str, package: str, done: int, total: int) -> None:
+        if quiet or event == "fetch":
+            return
+        if event != "cached":
+            built["n"] += 1
+        elapsed = time.monotonic() - start
+        left = total - done
+        eta = f", ETA {elapsed / built['n'] * left / 60:.0f} min" if built["n"] and left else ""
+        print(f"[{done}/{total}] {event} {package} ({elapsed / 60:.1f} min{eta})", file=sys.stderr, flush=True)
+
+    return update
+
+
+def cmd_debian(args) -> int:
+    from ..corpus.debian import DebianConfig, debian_corpus, parse_package_args, read_package_list
+    from ..corpus.manifest import manifest_table, summary
+
+    if args.large and args.packages:
+        raise UsageError("give packages or --large, not both")
+    if args.large or args.list:
+        specs = read_package_list(args.list) if args.list else read_package_list()
+    elif args.packages:
+        specs = parse_package_args(args.packages)
+    else:
+        raise UsageError("name Debian source packages (e.g. libyaml zlib), or --large for the default large corpus")
+    exclude = [p.strip() for p in (args.exclude or "").split(",") if p.strip()]
+    say = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
+    from .._native import default_llvm
+
+    llvm = args.llvm or default_llvm()
+    config = DebianConfig(llvm=int(llvm), jobs=args.jobs, timeout=args.timeout, retry_failed=args.retry_failed)
+    manifest = debian_corpus(specs, args.output, config, exclude=exclude, force=args.force,
+                             on_progress=_package_lines(args.quiet), say=say)
+    s = summary(manifest)
+    if args.json:
+        print(json.dumps({"output": args.output, **s}, indent=2))
+    else:
+        print(manifest_table(manifest))
+        print(f"corpus: {args.output}")
+    if s["failed"] and not args.quiet:
+        print(f"{len(s['failed'])} of {s['packages']} packages failed and were skipped (reasons above, logs in "
+              "their cache directories)", file=sys.stderr)
+    return 0 if s["built"] else 1
+
+
 def _fractions(text: str) -> dict[str, float]:
     try:
         values = [float(v) for v in text.split(",")]
@@ -168,6 +220,27 @@ def register(sub) -> None:
     fe.add_argument("-o", "--output", metavar="DIR", help="corpus directory (default: in the user cache)")
     fe.add_argument("--packages", metavar="A,B", help="only these packages (see docs/guide/corpora.md)")
 
+    db = add_command(csub, "debian", "build Debian source packages with clang -Oz and extract them into a corpus",
+                     ["mlopt corpus debian libyaml zlib -o corpus/",
+                      "mlopt corpus debian --large -o large/ --jobs 2 --exclude sqlite3,lua5.4",
+                      "mlopt corpus debian libyaml=0.2.5-1 -o corpus/ --json"],
+                     description="Each package is fetched with apt-get source (verified by apt's signed indices; "
+                                 "deb-src entries are derived from the system's apt sources and added when missing), "
+                                 "its build dependencies are installed with apt-get build-dep (root), and it is built "
+                                 "by dpkg-buildpackage with clang, -Oz and embedded bitcode, tests and docs off. "
+                                 "Results are cached per package, version and flags: a second run rebuilds nothing, "
+                                 "an interrupted run resumes. A package that fails is reported and skipped.")
+    db.add_argument("packages", nargs="*", metavar="PKG[=VERSION]", help="Debian source packages")
+    db.add_argument("-o", "--output", required=True, metavar="DIR", help="corpus directory to write")
+    db.add_argument("--large", action="store_true",
+                    help="the default large corpus (mlopt/corpus/debian_packages.txt: pinned versions, domains)")
+    db.add_argument("--list", type=existing_file, metavar="FILE", help="a package list: 'pkg[=version]  # domain: why'")
+    db.add_argument("--exclude", metavar="A,B", help="leave these packages out (recorded in the manifest)")
+    db.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="packages built at once (1)")
+    db.add_argument("--timeout", type=positive_float, default=1800.0, metavar="S", help="seconds per package (1800)")
+    db.add_argument("--retry-failed", action="store_true", help="build again packages whose failure is cached")
+    db.set_defaults(func=cmd_debian)
+
     sp = add_command(csub, "split", "split a corpus into train/, validation/, test/ (deterministic, by package)",
                      ["mlopt corpus split CORPUS splits/",
                       "mlopt corpus split CORPUS splits/ --fractions 0.8,0.2 --by module",
@@ -187,8 +260,8 @@ def register(sub) -> None:
     st.add_argument("--json", action="store_true", help="machine-readable summary")
     st.set_defaults(func=cmd_stats)
 
-    for p, func in ((ex, cmd_extract), (mk, cmd_make), (fe, cmd_fetch), (sp, cmd_split)):
-        if p is not mk and p is not sp:
+    for p, func in ((ex, cmd_extract), (mk, cmd_make), (fe, cmd_fetch), (sp, cmd_split), (db, cmd_debian)):
+        if p in (ex, fe):
             p.add_argument("--threads", type=positive_int, metavar="N", help="parallel jobs (default: CPUs)")
         p.add_argument("--force", action="store_true", help="replace an existing corpus description")
         p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -81,6 +81,7 @@ def summary(manifest: dict) -> dict:
         "largest": None if largest is None else {"name": largest["name"],
                                                  "share": int(largest.get("text", 0)) / text if text else 0.0},
         "build_seconds": round(sum(float(p.get("build_seconds", 0)) for p in manifest["packages"]), 1),
+        "cpu_seconds": round(sum(float(p.get("cpu_seconds", 0)) for p in manifest["packages"]), 1),
         "excluded": manifest.get("excluded", []),
     }
 

@@ -153,7 +153,7 @@ def deb822(entries: Iterable[AptEntry]) -> str:
     return "\n\n".join(stanzas) + "\n"
 
 
-def _as_root(cmd: list[str]) -> list[str]:
+def as_root(cmd: list[str]) -> list[str]:
     if os.geteuid() == 0:
         return cmd
     if shutil.which("sudo"):
@@ -189,10 +189,10 @@ def ensure_deb_src(etc_apt: str | os.PathLike = "/etc/apt") -> str | None:
     if os.geteuid() == 0:
         target.write_text(text)
     else:
-        subprocess.run(_as_root(["tee", str(target)]), input=text, text=True, capture_output=True, check=False)
+        subprocess.run(as_root(["tee", str(target)]), input=text, text=True, capture_output=True, check=False)
         if not target.exists():
             raise AptSourceError(f"cannot write {target} (needs root)")
-    _run(_as_root(["apt-get", "update", "-qq"]), "updating apt's indices")
+    _run(as_root(["apt-get", "update", "-qq", "-o", "DPkg::Lock::Timeout=900"]), "updating apt's indices")
     suites = ", ".join(f"{e.uri} {e.suite}" for e in missing)
     return f"added deb-src entries to {target} (derived from the system's apt sources: {suites})"
 

@@ -1,0 +1,549 @@
+"""``mlopt corpus debian``: a corpus from Debian source packages, each built
+by its own build system (``dpkg-buildpackage``) with the chosen clang,
+``-Oz`` and embedded bitcode, tests and docs off.
+
+Per package, in its own working directory under the cache
+(``<cache>/debian/<package>/<version>/<flags key>/``):
+
+1. **fetch** ``apt-get source PKG=VERSION`` (apt checks every file against
+   the signed Sources index; deb-src entries are derived from the system's
+   apt sources when missing, :mod:`mlopt.debian.apt_sources`);
+2. **build-dep** ``apt-get build-dep --arch-only -P nocheck,nodoc
+   --no-remove`` (never removes an installed package);
+3. **build** ``dpkg-buildpackage -B -uc -us`` with ``CC``/``CXX`` =
+   ``clang-N``/``clang++-N``, ``DEB_CFLAGS_SET``/``DEB_CXXFLAGS_SET`` = the
+   flags, ``DEB_BUILD_OPTIONS=nocheck nodoc noautodbgsym``, profiles
+   ``nocheck nodoc``, LTO off; a time limit per package;
+4. **extract** every object of the build tree carrying ``.llvmbc`` and
+   ``.llvmcmd`` (libtool's PIC object kept where it built two of one source;
+   objects under test, example and benchmark directories left out), with
+   its ``.text`` at the build's flags and its language; the ``.text`` of
+   the ELF executables and shared libraries the package ships
+   (``debian/<binary package>/``) is recorded too.
+
+The result (``result.json``, the package's corpus, ``build.log``) is cached
+by package, version and flags key, so a second run rebuilds nothing and an
+interrupted run resumes; a package that failed keeps its reason (the last
+lines of its log) and is retried only when asked. The build tree is
+removed once extracted. :func:`debian_corpus` assembles the built packages
+into one corpus (modules ``PKG/path/in/build``) with a manifest
+(:mod:`.manifest`)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..debian import apt_sources
+from ..errors import CorpusError
+from .elf import read_sections
+from .extract import COMMAND_SECTION, ObjectRef, extract_corpus
+from .fetch import cache_dir
+from .layout import prepare_output, safe_module_name, write_description
+from .manifest import write_manifest
+
+RESULT = "result.json"
+# Directories whose objects are not what a package ships.
+SKIPPED_DIRS = frozenset({"test", "tests", "testing", "testsuite", "unittest", "unittests", "gtest", "googletest",
+                          "example", "examples", "bench", "benchmark", "benchmarks", "fuzz", "fuzzing", "doc",
+                          "docs"})
+CXX_SUFFIXES = frozenset({".cc", ".cpp", ".cxx", ".c++", ".C", ".cp", ".CPP", ".ii", ".hpp", ".hh"})
+SYSTEM_PATH = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
+GCC_VERSIONS = ("10", "11", "12", "13", "14")  # gcc-N names a build may use
+LIST_FILE = Path(__file__).with_name("debian_packages.txt")
+
+
+@dataclass(frozen=True)
+class DebianConfig:
+    """How packages are built. ``extra_flags`` (e.g. a policy's plugin
+    flags) enter the flags key, so such builds are cached apart."""
+
+    llvm: int = 19
+    flags: tuple[str, ...] = ("-Oz",)
+    extra_flags: tuple[str, ...] = ()
+    jobs: int = 1  # packages built at once
+    timeout: float = 1800.0  # seconds per package build
+    retry_failed: bool = False
+    keep_tree: bool = False
+
+    @property
+    def cflags(self) -> str:
+        return " ".join([*self.flags, "-Xclang", "-fembed-bitcode=all", *self.extra_flags])
+
+    def compiler_version(self) -> str:
+        try:
+            out = subprocess.run([f"clang-{self.llvm}", "--version"], capture_output=True, text=True).stdout
+        except OSError:
+            raise CorpusError(f"clang-{self.llvm} is not installed (apt-get install clang-{self.llvm})") from None
+        return out.splitlines()[0].strip() if out else f"clang-{self.llvm}"
+
+    def key(self) -> str:
+        text = json.dumps([self.compiler_version(), self.cflags, "v1"])
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class PackageSpec:
+    name: str
+    version: str | None = None  # None: the newest apt knows
+    why: str = ""
+    domain: str = ""
+
+
+@dataclass
+class PackageResult:
+    name: str
+    version: str
+    status: str  # "built" | "failed"
+    stage: str = ""  # fetch | build-dep | build | extract, where it failed
+    reason: str = ""
+    source_sha256: str = ""
+    modules: list[str] = field(default_factory=list)
+    module_text: dict[str, int] = field(default_factory=dict)
+    module_language: dict[str, str] = field(default_factory=dict)
+    shipped: dict[str, int] = field(default_factory=dict)  # ELF file -> .text
+    build_seconds: float = 0.0  # wall time of fetch + build + extract
+    cpu_seconds: float = 0.0  # CPU time of the build's processes
+    cached: bool = False
+    workdir: str = ""
+
+    def to_json(self) -> dict:
+        d = dict(self.__dict__)
+        d.pop("cached")
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> PackageResult:
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+    def manifest_entry(self, spec: PackageSpec | None = None) -> dict:
+        entry: dict = {"name": self.name, "version": self.version, "status": self.status}
+        if spec is not None and spec.domain:
+            entry["domain"] = spec.domain
+        if self.status != "built":
+            return {**entry, "stage": self.stage, "reason": self.reason}
+        langs: dict[str, dict[str, int]] = {}
+        for m in self.modules:
+            t = langs.setdefault(self.module_language.get(m, "c"), {"modules": 0, "text": 0})
+            t["modules"] += 1
+            t["text"] += self.module_text.get(m, 0)
+        return {**entry, "source_sha256": self.source_sha256, "modules": len(self.modules),
+                "text": sum(self.module_text.get(m, 0) for m in self.modules), "languages": langs,
+                "shipped_text": sum(self.shipped.values()), "build_seconds": round(self.build_seconds, 1),
+                "cpu_seconds": round(self.cpu_seconds, 1)}
+
+
+def read_package_list(path: str | os.PathLike = LIST_FILE) -> list[PackageSpec]:
+    """A package list: ``name[=version]  # domain: why`` per line."""
+    specs = []
+    for n, raw in enumerate(Path(path).read_text().splitlines(), 1):
+        line, _, comment = raw.partition("#")
+        line = line.strip()
+        if not line:
+            continue
+        if not re.fullmatch(r"[a-z0-9][a-z0-9+.-]*(=[A-Za-z0-9.+~:-]+)?", line):
+            raise CorpusError(f"{path}:{n}: expected 'package[=version]  # domain: why', not {raw.strip()!r}")
+        name, _, version = line.partition("=")
+        domain, _, why = comment.partition(":")
+        specs.append(PackageSpec(name, version or None, why.strip(), domain.strip()))
+    return specs
+
+
+def parse_package_args(args: Sequence[str]) -> list[PackageSpec]:
+    specs = []
+    for a in args:
+        name, _, version = a.partition("=")
+        if not re.fullmatch(r"[a-z0-9][a-z0-9+.-]*", name):
+            raise CorpusError(f"{a!r} is not a Debian source package name")
+        specs.append(PackageSpec(name, version or None))
+    return specs
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    kept = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return "\n".join(kept[-lines:])
+
+
+_ERROR_LINE = re.compile(r"\b(error|Error|ERROR)\b(?!=)|cannot|not found|undefined reference")
+_NOT_AN_ERROR = re.compile(r"-Werror|CMAKE_ERROR|checking |error\.h|strerror|\berror_")
+
+
+def build_failure(log: str, first: int = 4, last: int = 4) -> str:
+    """A failed build's reason: its first error lines and its last lines."""
+    lines = [ln.rstrip() for ln in log.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if _ERROR_LINE.search(ln) and not _NOT_AN_ERROR.search(ln)][:first]
+    tail = [ln for ln in lines[-last:] if ln not in errors]
+    return "\n".join([*(ln[:400] for ln in errors), *(["..."] if errors and tail else []),
+                      *(ln[:400] for ln in tail)])
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _elf_type(path: Path) -> int | None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(18)
+    except OSError:
+        return None
+    if len(head) < 18 or head[:4] != b"\x7fELF":
+        return None
+    return struct.unpack_from("<H" if head[5] == 1 else ">H", head, 16)[0]
+
+
+def language_of(command: bytes) -> str:
+    """``c`` or ``c++`` from a ``.llvmcmd`` (the main file's suffix, or
+    C++ options)."""
+    args = command.decode("utf-8", "surrogateescape").split("\0")
+    for i, a in enumerate(args[:-1]):
+        if a == "-main-file-name":
+            if Path(args[i + 1]).suffix in CXX_SUFFIXES:
+                return "c++"
+            break
+    if any(a.startswith("-std=c++") or a.startswith("-std=gnu++") or a == "-fcxx-exceptions" for a in args):
+        return "c++"
+    return "c"
+
+
+class PackageBuilder:
+    """Fetches, builds and extracts one package in its working directory
+    (``prepare`` takes apt's lock and runs one at a time; ``build`` may run
+    in parallel)."""
+
+    def __init__(self, spec: PackageSpec, config: DebianConfig, cache: Path, key: str):
+        self.spec, self.config = spec, config
+        self.version = spec.version or ""
+        self.root = cache / "debian" / spec.name
+        self.key = key
+        self.source_sha256 = ""
+        self.cpu_seconds = 0.0
+        self.prepare_seconds = 0.0
+
+    @property
+    def workdir(self) -> Path:
+        safe = re.sub(r"[^A-Za-z0-9.+~-]", "_", self.version)
+        return self.root / safe / self.key
+
+    def cached(self) -> PackageResult | None:
+        path = self.workdir / RESULT
+        if not self.version or not path.exists():
+            return None
+        try:
+            result = PackageResult.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+        if result.status == "built" and not (self.workdir / "corpus" / "corpus_description.json").exists():
+            return None
+        if result.status != "built" and self.config.retry_failed:
+            return None
+        result.cached = True
+        return result
+
+    def failed(self, stage: str, reason: str, started: float) -> PackageResult:
+        result = PackageResult(self.spec.name, self.version, "failed", stage, reason,
+                               build_seconds=time.monotonic() - started, cpu_seconds=self.cpu_seconds,
+                               workdir=str(self.workdir))
+        self._save(result)
+        return result
+
+    def _save(self, result: PackageResult) -> None:
+        if not self.version:
+            return
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        tmp = self.workdir / (RESULT + ".partial")
+        tmp.write_text(json.dumps(result.to_json(), indent=1) + "\n")
+        os.replace(tmp, self.workdir / RESULT)
+
+    def resolve(self) -> None:
+        if not self.version:
+            self.version = apt_sources.source_version(self.spec.name).version
+        else:
+            apt_sources.source_version(self.spec.name, self.version)
+
+    def prepare(self) -> Path:
+        """Source tree (fetched, verified by apt) with build dependencies
+        installed (they bring dpkg-dev, which unpacks the source)."""
+        src = self.workdir / "src"
+        shutil.rmtree(src, ignore_errors=True)
+        apt_sources.download_source(self.spec.name, self.version, src, unpack=False)
+        dsc = sorted(src.glob("*.dsc"))
+        if len(dsc) != 1:
+            raise _StageError("fetch", f"apt-get source gave {len(dsc)} .dsc files in {src}")
+        self.source_sha256 = _sha256(dsc[0])
+        cmd = ["apt-get", "build-dep", "-y", "-qq", "--no-remove", "-o", "DPkg::Lock::Timeout=900", "--arch-only",
+               "-P", "nocheck,nodoc", f"{self.spec.name}={self.version}"]
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        r = subprocess.run(apt_sources.as_root(cmd), capture_output=True, text=True, errors="replace", env=env)
+        if r.returncode != 0:
+            raise _StageError("build-dep", _tail(r.stderr or r.stdout, 6))
+        tree = src / "tree"
+        r = subprocess.run(["dpkg-source", "-x", dsc[0].name, "tree"], cwd=src, capture_output=True, text=True,
+                           errors="replace")
+        if r.returncode != 0 or not tree.is_dir():
+            raise _StageError("fetch", "dpkg-source -x: " + _tail(r.stderr or r.stdout, 4))
+        return tree
+
+    def compiler_shims(self) -> Path:
+        """A directory of ``gcc``/``g++``/``cc``/``c++`` (and triplet-named)
+        commands that run clang: builds that name gcc get clang too."""
+        bin_dir = self.workdir / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        triplet = "x86_64-linux-gnu"
+        with contextlib.suppress(OSError):
+            triplet = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
+                                     text=True).stdout.strip() or triplet
+        major = self.config.llvm
+        for names, tool in ((("gcc", "cc"), f"clang-{major}"), (("g++", "c++"), f"clang++-{major}")):
+            for name in names:
+                for full in (name, f"{triplet}-{name}", *(f"{p}-{v}" for p in (name, f"{triplet}-{name}")
+                                                        for v in GCC_VERSIONS)):
+                    shim = bin_dir / full
+                    shim.write_text(f'#!/bin/sh\nexec {tool} "$@"\n')
+                    shim.chmod(0o755)
+        return bin_dir
+
+    def build(self, tree: Path) -> Path:
+        cc, cxx = f"clang-{self.config.llvm}", f"clang++-{self.config.llvm}"
+        flags = self.config.cflags
+        # Debian's own tools (the build dependencies apt installed), not a
+        # user's newer cmake or python earlier on PATH.
+        path = os.pathsep.join([str(self.compiler_shims()), *SYSTEM_PATH])
+        env = {**os.environ, "PATH": path, "CC": cc, "CXX": cxx, "DEB_CFLAGS_SET": flags, "DEB_CXXFLAGS_SET": flags,
+               "DEB_OBJCFLAGS_SET": flags, "DEB_OBJCXXFLAGS_SET": flags,
+               "DEB_BUILD_OPTIONS": "nocheck nodoc nostrip noautodbgsym noddebs parallel=1",
+               "DEB_BUILD_PROFILES": "nocheck nodoc", "DEB_BUILD_MAINT_OPTIONS": "optimize=-lto",
+               "LC_ALL": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
+        log = self.workdir / "build.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(["dpkg-buildpackage", "-B", "-uc", "-us", "--no-sign"], cwd=tree, env=env,
+                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            timed_out = threading.Event()
+
+            def kill() -> None:
+                timed_out.set()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+            timer = threading.Timer(self.config.timeout, kill)
+            timer.start()
+            try:  # wait4: the build's own CPU time (its process tree), whatever else runs beside it
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                timer.cancel()
+            proc.returncode = rc = os.waitstatus_to_exitcode(status)
+            self.cpu_seconds = usage.ru_utime + usage.ru_stime
+            if timed_out.is_set():
+                raise _StageError("build", f"no result after {self.config.timeout:.0f} s (time limit)")
+        if rc != 0:
+            raise _StageError("build", build_failure(log.read_text(errors="replace")))
+        return log
+
+    def extract(self, tree: Path) -> tuple[list[str], dict[str, int], dict[str, str], dict[str, int]]:
+        objects = _package_objects(tree)
+        corpus = self.workdir / "corpus"
+        shutil.rmtree(corpus, ignore_errors=True)
+        report = extract_corpus(objects, corpus, threads=1, force=True)
+        if not report.modules:
+            reasons = {s["reason"] for s in report.skipped}
+            raise _StageError("extract", f"no object of the build carries embedded bitcode ({len(objects)} objects"
+                              + (f"; {sorted(reasons)[0]}" if reasons else "") + "): does the build ignore CC/CFLAGS?")
+        by_name = {r.name: r.path for r in objects}
+        text, lang = {}, {}
+        for m in report.modules:
+            s = read_sections(by_name[m], {".text", COMMAND_SECTION})
+            text[m] = len(s.get(".text", b""))
+            lang[m] = language_of(s.get(COMMAND_SECTION, b""))
+        return report.modules, text, lang, _shipped_text(tree)
+
+    def run_build(self, tree: Path, started: float) -> PackageResult:
+        try:
+            self.build(tree)
+            modules, text, lang, shipped = self.extract(tree)
+        except _StageError as e:
+            return self.failed(e.stage, e.reason, started)
+        except (OSError, CorpusError) as e:
+            return self.failed("extract", str(e), started)
+        finally:
+            if not self.config.keep_tree:
+                shutil.rmtree(self.workdir / "src", ignore_errors=True)
+        result = PackageResult(self.spec.name, self.version, "built", source_sha256=self.source_sha256,
+                               modules=modules, module_text=text, module_language=lang, shipped=shipped,
+                               build_seconds=time.monotonic() - started, cpu_seconds=self.cpu_seconds,
+                               workdir=str(self.workdir))
+        self._save(result)
+        return result
+
+
+class _StageError(Exception):
+    def __init__(self, stage: str, reason: str):
+        super().__init__(reason)
+        self.stage, self.reason = stage, reason
+
+
+def _skipped(rel: Path) -> bool:
+    return any(part.lower() in SKIPPED_DIRS for part in rel.parts[:-1]) or rel.parts[0] == "debian"
+
+
+def _package_objects(tree: Path) -> list[ObjectRef]:
+    """The build's objects, named by their path in the tree; of libtool's
+    pair (``x.o`` and ``.libs/x.o``) the PIC one under ``.libs`` is kept."""
+    found: dict[str, ObjectRef] = {}
+    for path in sorted(tree.rglob("*.o")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        rel = path.relative_to(tree)
+        if _skipped(rel):
+            continue
+        parts = [p for p in rel.parts if p != ".libs"]
+        name = safe_module_name("/".join(parts))
+        if name in found and ".libs" not in rel.parts:
+            continue
+        found[name] = ObjectRef(path, name)
+    return list(found.values())
+
+
+def _shipped_text(tree: Path) -> dict[str, int]:
+    """``.text`` of every ELF executable and shared library in the binary
+    packages' staging directories (``debian/<package>/``, not ``debian/tmp``)."""
+    out = {}
+    debian = tree / "debian"
+    staged = [p for p in sorted(debian.iterdir()) if p.is_dir() and (p / "DEBIAN").is_dir()]
+    for pkg_dir in staged:
+        for path in sorted(pkg_dir.rglob("*")):
+            if path.is_symlink() or not path.is_file() or _elf_type(path) not in (2, 3):  # ET_EXEC, ET_DYN
+                continue
+            try:
+                out[str(path.relative_to(debian))] = len(read_sections(path, {".text"}).get(".text", b""))
+            except (OSError, CorpusError):
+                continue
+    return out
+
+
+ProgressFn = Callable[[str, str, int, int], None]  # (event, package, done, total)
+
+
+def build_packages(specs: Sequence[PackageSpec], config: DebianConfig = DebianConfig(), *,
+                   cache: Path | None = None, on_progress: ProgressFn | None = None,
+                   say: Callable[[str], None] | None = None) -> list[PackageResult]:
+    """Builds (or takes from the cache) every package; never raises for one
+    package's failure: its result says why. Fetching and installing build
+    dependencies take apt's lock and run in turn, builds run ``config.jobs``
+    at a time."""
+    cache = cache or cache_dir()
+    key = config.key()
+    note = apt_sources.ensure_deb_src()
+    if note and say:
+        say(note)
+    results: dict[int, PackageResult] = {}
+    total, done = len(specs), 0
+    lock = threading.Lock()
+
+    def finished(i: int, result: PackageResult) -> None:
+        nonlocal done
+        with lock:
+            results[i] = result
+            done += 1
+            if on_progress:
+                on_progress("cached" if result.cached else result.status, result.name, done, total)
+
+    futures: list[Future] = []
+    with ThreadPoolExecutor(max_workers=max(1, config.jobs)) as pool:
+        for i, spec in enumerate(specs):
+            builder = PackageBuilder(spec, config, cache, key)
+            started = time.monotonic()
+            try:
+                builder.resolve()
+            except apt_sources.AptSourceError as e:
+                finished(i, PackageResult(spec.name, spec.version or "", "failed", "fetch", str(e)))
+                continue
+            hit = builder.cached()
+            if hit is not None:
+                finished(i, hit)
+                continue
+            if on_progress:
+                on_progress("fetch", spec.name, done, total)
+            try:
+                tree = builder.prepare()
+            except _StageError as e:
+                finished(i, builder.failed(e.stage, e.reason, started))
+                continue
+            except apt_sources.AptSourceError as e:
+                finished(i, builder.failed("fetch", str(e), started))
+                continue
+
+            builder.prepare_seconds = time.monotonic() - started
+
+            def work(b=builder, t=tree, i=i):  # timed from when it starts, not from when it was queued
+                finished(i, b.run_build(t, time.monotonic() - b.prepare_seconds))
+
+            futures.append(pool.submit(work))
+        for f in futures:
+            f.result()
+    return [results[i] for i in range(total)]
+
+
+def debian_corpus(specs: Sequence[PackageSpec], output: str | os.PathLike, config: DebianConfig = DebianConfig(), *,
+                  exclude: Sequence[str] = (), cache: Path | None = None, force: bool = False,
+                  on_progress: ProgressFn | None = None, say: Callable[[str], None] | None = None) -> dict:
+    """Builds the packages (less ``exclude``) and writes one corpus of every
+    built package's modules (``PKG/path``) with its manifest; returns the
+    manifest."""
+    excluded = sorted(set(exclude))
+    unknown = [e for e in excluded if not re.fullmatch(r"[a-z0-9][a-z0-9+.-]*", e)]
+    if unknown:
+        raise CorpusError(f"--exclude {unknown[0]!r} is not a package name")
+    chosen = [s for s in specs if s.name not in excluded]
+    names = [s.name for s in chosen]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise CorpusError(f"package {dupes[0]!r} is listed twice")
+    out = prepare_output(output, force)
+    results = build_packages(chosen, config, cache=cache, on_progress=on_progress, say=say)
+    modules: list[str] = []
+    languages: dict[str, str] = {}
+    for r in results:
+        if r.status != "built":
+            continue
+        src = Path(r.workdir) / "corpus"
+        for m in r.modules:
+            name = f"{r.name}/{m}"
+            for suffix in (".bc", ".cmd"):
+                dest = out / f"{name}{suffix}"
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                if dest.exists():
+                    dest.unlink()
+                try:
+                    os.link(src / f"{m}{suffix}", dest)
+                except OSError:
+                    shutil.copyfile(src / f"{m}{suffix}", dest)
+            modules.append(name)
+            languages[name] = r.module_language.get(m, "c")
+    write_description(out, modules)
+    by_name = {s.name: s for s in chosen}
+    manifest = {"source": "debian", "compiler": config.compiler_version(), "flags": config.cflags.split(),
+                "flags_key": config.key(), "excluded": excluded,
+                "packages": [r.manifest_entry(by_name.get(r.name)) for r in results],
+                "module_languages": languages,
+                "module_text": {f"{r.name}/{m}": r.module_text.get(m, 0) for r in results if r.status == "built"
+                                for m in r.modules}}
+    write_manifest(out, manifest)
+    return manifest
