@@ -113,3 +113,13 @@ def test_cli_split_and_stats(tmp_path, capsys):
     assert "pkg39" in capsys.readouterr().out
     assert main(["corpus", "split", str(tmp_path / "c"), str(tmp_path / "t"), "--fractions", "1,2,x"]) == 2
     assert "--fractions" in capsys.readouterr().err
+
+
+def test_exclude_keeps_packages_out(tmp_path, capsys):
+    from mlopt.cli import main
+
+    _corpus(tmp_path / "c", {"keep": 2, "drop": 3, "other": 1})
+    names = [e.name for e in corpus_entries(tmp_path / "c", exclude=["drop", "absent"])]
+    assert names == ["keep/src/f0.c.o", "keep/src/f1.c.o", "other/src/f0.c.o"]
+    assert main(["trace", str(tmp_path / "c"), "-o", str(tmp_path / "t.npz"), "--exclude", "a/b"]) == 2
+    assert "'a/b' is not a package name" in capsys.readouterr().err

@@ -37,6 +37,21 @@ def add_ir2vec_option(parser) -> None:
                              "callee_embedding and caller_embedding")
 
 
+def add_exclude_option(parser) -> None:
+    """``--exclude A,B``: packages (module names ``PKG/...``) kept out of
+    what the command builds or trains on, so an evaluation can use them."""
+    parser.add_argument("--exclude", type=package_list, default=(), metavar="PKG,...",
+                        help="leave these packages' modules out (kept out of training for a later evaluation)")
+
+
+def package_list(text: str) -> tuple[str, ...]:
+    names = tuple(p.strip() for p in text.split(",") if p.strip())
+    bad = [n for n in names if "/" in n or n.startswith(".")]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{bad[0]!r} is not a package name")
+    return names
+
+
 def problem_name(text: str) -> str:
     """A registered problem's name (``inlining``, ``inlining-ir2vec:75``)."""
     from ..problems import is_problem_name, names

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from ._common import UsageError, add_command, existing_file, positive_float, positive_int
+from ._common import UsageError, add_command, add_exclude_option, existing_file, positive_float, positive_int
 
 
 def _progress(quiet: bool):
@@ -80,7 +80,7 @@ def cmd_fetch(args) -> int:
     from ..corpus import fetch_corpus
 
     packages = [p.strip() for p in args.packages.split(",")] if args.packages else None
-    report = fetch_corpus(args.output, packages, threads=args.threads, force=args.force,
+    report = fetch_corpus(args.output, packages, threads=args.threads, force=args.force, exclude=args.exclude,
                           on_progress=_progress(args.quiet))
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
@@ -121,7 +121,7 @@ def cmd_debian(args) -> int:
         specs = parse_package_args(args.packages)
     else:
         raise UsageError("name Debian source packages (e.g. libyaml zlib), or --large for the default large corpus")
-    exclude = [p.strip() for p in (args.exclude or "").split(",") if p.strip()]
+    exclude = list(args.exclude)
     say = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
     from .._native import default_llvm
 
@@ -219,6 +219,7 @@ def register(sub) -> None:
                      ["mlopt corpus fetch", "mlopt corpus fetch --packages lz4,jsonnet -o small/"])
     fe.add_argument("-o", "--output", metavar="DIR", help="corpus directory (default: in the user cache)")
     fe.add_argument("--packages", metavar="A,B", help="only these packages (see docs/guide/corpora.md)")
+    add_exclude_option(fe)
 
     db = add_command(csub, "debian", "build Debian source packages with clang -Oz and extract them into a corpus",
                      ["mlopt corpus debian libyaml zlib -o corpus/",
@@ -235,7 +236,7 @@ def register(sub) -> None:
     db.add_argument("--large", action="store_true",
                     help="the default large corpus (mlopt/corpus/debian_packages.txt: pinned versions, domains)")
     db.add_argument("--list", type=existing_file, metavar="FILE", help="a package list: 'pkg[=version]  # domain: why'")
-    db.add_argument("--exclude", metavar="A,B", help="leave these packages out (recorded in the manifest)")
+    add_exclude_option(db)
     db.add_argument("--jobs", type=positive_int, default=1, metavar="N", help="packages built at once (1)")
     db.add_argument("--timeout", type=positive_float, default=1800.0, metavar="S", help="seconds per package (1800)")
     db.add_argument("--retry-failed", action="store_true", help="build again packages whose failure is cached")

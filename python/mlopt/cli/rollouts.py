@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..errors import OutputExistsError
-from ._common import add_command, add_ir2vec_option, positive_float, positive_int
+from ._common import add_command, add_exclude_option, add_ir2vec_option, positive_float, positive_int
 
 
 def _pool_options(p) -> None:
@@ -30,14 +30,15 @@ def cmd_trace(args) -> int:
     if out.exists() and not args.force:
         raise OutputExistsError(str(out))
     ds = trace_corpus(args.corpus, use_cache=not args.no_cache, workers=args.workers, ray=args.ray,
-                      timeout=args.timeout, quiet=args.quiet)
+                      timeout=args.timeout, quiet=args.quiet, exclude=args.exclude)
     ds.save(out, force=args.force)
     s = summary(ds) | {"output": str(out)}
     if args.json:
         print(json.dumps(s, indent=2))
     else:
+        rate = f", {s['compiles_per_second']} compiles/s" if s["compiles_per_second"] else ""
         print(f"{out}: {s['modules']} modules, {s['rows']} decisions, .text {s['text_size']} bytes "
-              f"({s['cached']} from cache)")
+              f"({s['cached']} from cache{rate})")
     for f in s["failed"]:
         print(f"mlopt: warning: {f['module']}: {f['reason']}", file=sys.stderr)
     return 0 if not s["failed"] else 1
@@ -112,6 +113,7 @@ def register(sub) -> None:
     tr.add_argument("-o", "--output", required=True, metavar="FILE", help="dataset to write (.npz)")
     tr.add_argument("--no-cache", action="store_true", help="recompile modules even when cached")
     tr.add_argument("--force", action="store_true", help="replace an existing dataset")
+    add_exclude_option(tr)
     _pool_options(tr)
     tr.set_defaults(func=cmd_trace)
 

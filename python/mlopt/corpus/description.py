@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,13 +58,16 @@ def read_description(directory: PathLike) -> dict:
     return desc
 
 
-def corpus_entries(directory: PathLike) -> list[CorpusEntry]:
-    """The modules of a corpus directory, in the description's order."""
+def corpus_entries(directory: PathLike, exclude: Iterable[str] = ()) -> list[CorpusEntry]:
+    """The modules of a corpus directory, in the description's order, less
+    those of the ``exclude`` packages (module names ``PKG/...``)."""
     directory = Path(directory)
     desc = read_description(directory)
     override = desc.get("global_command_override")
     command = tuple(override) if override is not None else None
-    return [CorpusEntry(m, directory / f"{m}.bc", command) for m in desc["modules"]]
+    excluded = set(exclude)
+    return [CorpusEntry(m, directory / f"{m}.bc", command) for m in desc["modules"]
+            if not excluded or m.split("/", 1)[0] not in excluded]
 
 
 def load_corpus(directory: PathLike, llvm: int | str | None = None) -> list[Module]:

@@ -21,9 +21,11 @@ from pathlib import Path
 
 from ..errors import CorpusError
 from .description import read_description
+from .elf import read_sections
 from .extract import ExtractReport, extract_corpus, objects_from_compile_commands
+from .manifest import write_manifest
 
-CORPUS_VERSION = "v1"  # bump when packages or flags change: cached corpora are keyed by it
+CORPUS_VERSION = "v2"  # bump when packages or flags change: cached corpora are keyed by it
 
 
 @dataclass(frozen=True)
@@ -157,13 +159,21 @@ def _compile(entry: dict) -> str | None:
 
 
 def fetch_corpus(output: str | os.PathLike | None = None, packages: Sequence[str] | None = None, *,
-                 threads: int | None = None, force: bool = False,
+                 threads: int | None = None, force: bool = False, exclude: Sequence[str] = (),
                  on_progress: Callable[[str, int, int], None] | None = None) -> ExtractReport:
-    """Builds the default corpus (or the named ``packages``) into ``output``
-    (default: ``<cache>/corpus-<version>[-<packages>]``, reused when complete)."""
+    """Builds the default corpus (or the named ``packages``, less
+    ``exclude``) into ``output`` (default: ``<cache>/corpus-<version>[-<packages>]``,
+    reused when complete), with its manifest (:mod:`.manifest`)."""
     selected = _select(packages)
+    unknown = sorted(set(exclude) - {p.name for p in PACKAGES})
+    if unknown:
+        raise CorpusError(f"cannot exclude unknown package {unknown[0]!r} (known: {', '.join(package_names())})")
+    selected = [p for p in selected if p.name not in set(exclude)]
+    if not selected:
+        raise CorpusError("every package is excluded")
     cache = cache_dir()
-    label = CORPUS_VERSION + ("" if not packages else "-" + "-".join(sorted(p.name for p in selected)))
+    subset = packages or exclude
+    label = CORPUS_VERSION + ("" if not subset else "-" + "-".join(sorted(p.name for p in selected)))
     out = Path(output) if output is not None else cache / f"corpus-{label}"
     build = cache / f"build-{label}"
     if output is None and (out / "corpus_description.json").exists() and not force:
@@ -183,4 +193,22 @@ def fetch_corpus(output: str | os.PathLike | None = None, packages: Sequence[str
         raise CorpusError(f"{len(failures)} of {len(entries)} sources failed to compile; first: {failures[0]}")
     objects = objects_from_compile_commands(build / "compile_commands.json")
     progress = (lambda done, total: on_progress("extract", done, total)) if on_progress else None
-    return extract_corpus(objects, out, threads=threads, force=force or output is None, on_progress=progress)
+    report = extract_corpus(objects, out, threads=threads, force=force or output is None, on_progress=progress)
+    write_manifest(out, _manifest(selected, objects, report, sorted(set(exclude))))
+    return report
+
+
+def _manifest(selected: list[Package], objects: list, report: ExtractReport, excluded: list[str]) -> dict:
+    by_name = {o.name: o.path for o in objects}
+    text = {m: len(read_sections(by_name[m], {".text"}).get(".text", b"")) for m in report.modules}
+    packages = []
+    for pkg in selected:
+        mods = [m for m in report.modules if m.split("/", 1)[0] == pkg.name]
+        total = sum(text[m] for m in mods)
+        packages.append({"name": pkg.name, "version": pkg.version, "status": "built", "source_sha256": pkg.sha256,
+                         "modules": len(mods), "text": total,
+                         "languages": {pkg.language: {"modules": len(mods), "text": total}}})
+    language = {p.name: p.language for p in selected}
+    return {"source": "pypi", "compiler": "clang-19", "flags": ["-Oz", "-Xclang", "-fembed-bitcode=all"],
+            "excluded": excluded, "packages": packages,
+            "module_languages": {m: language[m.split("/", 1)[0]] for m in report.modules}, "module_text": text}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -61,10 +62,11 @@ def _store(key: str, text_size: int, log: bytes) -> None:
 def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = None, use_cache: bool = True,
                  workers: int | None = None, ray: str | None = None, timeout: float | None = None, pool=None,
                  quiet: bool = False, llvm: int | str | None = None,
-                 ir2vec_vocab: str | os.PathLike | None = None) -> TraceDataset:
+                 ir2vec_vocab: str | os.PathLike | None = None, exclude: Sequence[str] = ()) -> TraceDataset:
     """Traces every module of ``corpus`` (or the named ``modules``) with
     LLVM ``llvm`` (default :func:`mlopt._native.default_llvm`). Modules
-    that fail are left out and listed in ``meta["failed"]``. With an IR2Vec
+    that fail are left out and listed in ``meta["failed"]``; the modules of
+    the ``exclude`` packages are left out too (``meta["excluded"]``). With an IR2Vec
     vocabulary (default ``$MLOPT_IR2VEC_VOCAB``; LLVM 22) the logs carry
     the embeddings and ``meta["problem"]`` is ``inlining-ir2vec:<dim>``."""
     from ..compiler import inlining_problem
@@ -73,7 +75,8 @@ def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = N
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab is not None else default_ir2vec_vocab()
     vocab = str(Path(vocab).resolve()) if vocab else ""
     problem = inlining_problem(vocab or None)
-    entries = corpus_entries(corpus)
+    started = time.monotonic()
+    entries = corpus_entries(corpus, exclude)
     if modules is not None:
         wanted = set(modules)
         entries = [e for e in entries if e.name in wanted]
@@ -92,12 +95,16 @@ def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = N
     kept = [i for i in range(len(entries)) if i in found]
     meta = {"corpus": str(Path(corpus).resolve()), "llvm": _native.engine(major).llvm_version,
             "mlopt": _native.version(), "cached": len(entries) - len(todo), "failed": failed,
-            "problem": problem.name, "ir2vec_vocab": vocab or None}
+            "problem": problem.name, "ir2vec_vocab": vocab or None, "excluded": sorted(set(exclude)),
+            "compiled": len(todo), "seconds": round(time.monotonic() - started, 2)}
     return TraceDataset.from_logs([entries[i].name for i in kept], [found[i][0] for i in kept],
                                   [found[i][1] for i in kept], meta)
 
 
 def summary(ds: TraceDataset) -> dict:
+    seconds, compiled = ds.meta.get("seconds"), ds.meta.get("compiled", 0)
     return {"modules": len(ds.modules), "rows": len(ds), "text_size": int(ds.text_size.sum()),
-            "cached": ds.meta.get("cached", 0), "failed": [{"module": m, "reason": r} for m, r in ds.meta["failed"]]}
+            "cached": ds.meta.get("cached", 0), "compiled": compiled, "seconds": seconds,
+            "compiles_per_second": round(compiled / seconds, 2) if seconds and compiled else None,
+            "failed": [{"module": m, "reason": r} for m, r in ds.meta["failed"]]}
 
