@@ -67,6 +67,13 @@ def existing_file(text: str) -> str:
     return os.path.abspath(text)
 
 
+def existing_path(text: str) -> str:
+    """A file or directory that exists (a policy: .so, .tflite or a model directory)."""
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text}: no such file or directory")
+    return os.path.abspath(text)
+
+
 def llvm_major(text: str) -> int:
     from .._native import check_llvm
     from ..errors import NativeModuleError

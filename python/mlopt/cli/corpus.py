@@ -6,8 +6,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
-from ._common import UsageError, add_command, add_exclude_option, existing_file, positive_float, positive_int
+from ..errors import OutputExistsError
+from ._common import (
+    UsageError,
+    add_command,
+    add_exclude_option,
+    existing_file,
+    existing_path,
+    positive_float,
+    positive_int,
+)
 
 
 def _progress(quiet: bool):
@@ -125,8 +135,10 @@ def cmd_debian(args) -> int:
     say = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
     from .._native import default_llvm
 
-    llvm = args.llvm or default_llvm()
-    config = DebianConfig(llvm=int(llvm), jobs=args.jobs, timeout=args.timeout, retry_failed=args.retry_failed)
+    llvm = int(args.llvm or default_llvm())
+    config = DebianConfig(llvm=llvm, jobs=args.jobs, timeout=args.timeout, retry_failed=args.retry_failed)
+    if args.policy:
+        return _compare_policy(args, specs, exclude, config, say)
     manifest = debian_corpus(specs, args.output, config, exclude=exclude, force=args.force,
                              on_progress=_package_lines(args.quiet), say=say)
     s = summary(manifest)
@@ -139,6 +151,70 @@ def cmd_debian(args) -> int:
         print(f"{len(s['failed'])} of {s['packages']} packages failed and were skipped (reasons above, logs in "
               "their cache directories)", file=sys.stderr)
     return 0 if s["built"] else 1
+
+
+def _compare_policy(args, specs, exclude, config, say) -> int:
+    """``--policy``: each package built twice by its own build, with the
+    heuristic and with the policy; the .text of its objects and of the ELF
+    files it ships, side by side."""
+    import os
+    from dataclasses import replace
+
+    from ..compiler.plugin import clang_flags
+    from ..corpus.debian import build_packages
+
+    policy = os.path.abspath(args.policy)
+    chosen = [s for s in specs if s.name not in set(exclude)]
+    progress = _package_lines(args.quiet)
+    base = build_packages(chosen, config, on_progress=progress, say=say)
+    # -fplugin=P rather than -Xclang -load -Xclang P: libtool's link mode
+    # would read "-load" as a library.
+    flags = clang_flags(model=policy, llvm=config.llvm)
+    load = flags.index("-load")
+    flags[load - 1:load + 3] = [f"-fplugin={flags[load + 2]}"]
+    mine = build_packages(chosen, replace(config, extra_flags=tuple(flags)), on_progress=progress, say=say)
+    rows = []
+    for b, m in zip(base, mine):
+        row = {"package": b.name, "version": b.version}
+        if b.status != "built" or m.status != "built":
+            bad = b if b.status != "built" else m
+            row.update(status="failed", stage=bad.stage, reason=bad.reason,
+                       build="heuristic" if bad is b else "policy")
+        else:
+            objs = (sum(b.module_text.values()), sum(m.module_text.values()))
+            shipped = (sum(b.shipped.values()), sum(m.shipped.values()))
+            row.update(status="built", objects_text=objs, shipped_text=shipped,
+                       objects_delta_percent=100 * (objs[1] - objs[0]) / objs[0] if objs[0] else 0.0,
+                       shipped_delta_percent=100 * (shipped[1] - shipped[0]) / shipped[0] if shipped[0] else 0.0)
+        rows.append(row)
+    ok = [r for r in rows if r["status"] == "built"]
+    total = {k: [sum(r[k][i] for r in ok) for i in (0, 1)] for k in ("objects_text", "shipped_text")}
+    summary = {"policy": policy, "llvm": config.llvm, "packages": rows, "total": {
+        k: {"heuristic": v[0], "policy": v[1], "delta_percent": 100 * (v[1] - v[0]) / v[0] if v[0] else 0.0}
+        for k, v in total.items()}}
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    report = out / "linked_report.json"
+    if report.exists() and not args.force:
+        raise OutputExistsError(str(report))
+    report.write_text(json.dumps(summary, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0 if ok else 1
+    print(f"{'package':24} {'objects .text':>28} {'shipped ELF .text':>28}   (LLVM {config.llvm}; delta: - = smaller)")
+    for r in rows:
+        if r["status"] != "built":
+            print(f"{r['package']:24} failed ({r['build']} build, {r['stage']}): {r['reason'].splitlines()[0]}")
+            continue
+        (ob, op), (sb, sp) = r["objects_text"], r["shipped_text"]
+        print(f"{r['package']:24} {ob:>10} {op:>10} {r['objects_delta_percent']:+6.2f}%"
+              f" {sb:>10} {sp:>10} {r['shipped_delta_percent']:+6.2f}%")
+    t = summary["total"]
+    print(f"{'all':24} {t['objects_text']['heuristic']:>10} {t['objects_text']['policy']:>10} "
+          f"{t['objects_text']['delta_percent']:+6.2f}% {t['shipped_text']['heuristic']:>10} "
+          f"{t['shipped_text']['policy']:>10} {t['shipped_text']['delta_percent']:+6.2f}%")
+    print(f"report: {report}")
+    return 0 if ok else 1
 
 
 def _fractions(text: str) -> dict[str, float]:
@@ -224,7 +300,8 @@ def register(sub) -> None:
     db = add_command(csub, "debian", "build Debian source packages with clang -Oz and extract them into a corpus",
                      ["mlopt corpus debian libyaml zlib -o corpus/",
                       "mlopt corpus debian --large -o large/ --jobs 2 --exclude sqlite3,lua5.4",
-                      "mlopt corpus debian libyaml=0.2.5-1 -o corpus/ --json"],
+                      "mlopt corpus debian libyaml=0.2.5-1 -o corpus/ --json",
+                      "mlopt corpus debian lz4 zstd --policy policy.so -o linked/"],
                      description="Each package is fetched with apt-get source (verified by apt's signed indices; "
                                  "deb-src entries are derived from the system's apt sources and added when missing), "
                                  "its build dependencies are installed with apt-get build-dep (root), and it is built "
@@ -232,7 +309,11 @@ def register(sub) -> None:
                                  "Results are cached per package, version and flags: a second run rebuilds nothing, "
                                  "an interrupted run resumes. A package that fails is reported and skipped.")
     db.add_argument("packages", nargs="*", metavar="PKG[=VERSION]", help="Debian source packages")
-    db.add_argument("-o", "--output", required=True, metavar="DIR", help="corpus directory to write")
+    db.add_argument("-o", "--output", required=True, metavar="DIR",
+                    help="corpus directory to write (with --policy: where linked_report.json goes)")
+    db.add_argument("--policy", type=existing_path, metavar="POLICY",
+                    help="build each package with this policy (.so, .tflite or model dir) and with the heuristic: "
+                         "the .text of its objects and of the executables and libraries it ships, side by side")
     db.add_argument("--large", action="store_true",
                     help="the default large corpus (mlopt/corpus/debian_packages.txt: pinned versions, domains)")
     db.add_argument("--list", type=existing_file, metavar="FILE", help="a package list: 'pkg[=version]  # domain: why'")

@@ -32,6 +32,7 @@ into one corpus (modules ``PKG/path/in/build``) with a manifest
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -257,6 +258,13 @@ class PackageBuilder:
         result.cached = True
         return result
 
+    def lock(self):
+        """An exclusive lock on the working directory (released on close)."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        f = open(self.workdir / ".lock", "w")
+        fcntl.flock(f, fcntl.LOCK_EX)
+        return f
+
     def failed(self, stage: str, reason: str, started: float) -> PackageResult:
         result = PackageResult(self.spec.name, self.version, "failed", stage, reason,
                                build_seconds=time.monotonic() - started, cpu_seconds=self.cpu_seconds,
@@ -479,21 +487,29 @@ def build_packages(specs: Sequence[PackageSpec], config: DebianConfig = DebianCo
             if hit is not None:
                 finished(i, hit)
                 continue
+            lock = builder.lock()  # another mlopt building this package: wait for it, then take its result
+            hit = builder.cached()
+            if hit is not None:
+                lock.close()
+                finished(i, hit)
+                continue
             if on_progress:
                 on_progress("fetch", spec.name, done, total)
             try:
                 tree = builder.prepare()
-            except _StageError as e:
-                finished(i, builder.failed(e.stage, e.reason, started))
-                continue
-            except apt_sources.AptSourceError as e:
-                finished(i, builder.failed("fetch", str(e), started))
+            except (_StageError, apt_sources.AptSourceError) as e:
+                stage, reason = (e.stage, e.reason) if isinstance(e, _StageError) else ("fetch", str(e))
+                finished(i, builder.failed(stage, reason, started))
+                lock.close()
                 continue
 
             builder.prepare_seconds = time.monotonic() - started
 
-            def work(b=builder, t=tree, i=i):  # timed from when it starts, not from when it was queued
-                finished(i, b.run_build(t, time.monotonic() - b.prepare_seconds))
+            def work(b=builder, t=tree, i=i, lock=lock):  # timed from when it starts, not from when it was queued
+                try:
+                    finished(i, b.run_build(t, time.monotonic() - b.prepare_seconds))
+                finally:
+                    lock.close()
 
             futures.append(pool.submit(work))
         for f in futures:
