@@ -134,3 +134,19 @@ def test_package_lists_and_names():
         parse_package_args(["../etc"])
     assert language_of(b"-cc1\0-main-file-name\0x.cpp\0-O2") == "c++"
     assert language_of(b"-cc1\0-main-file-name\0x.c\0-O2") == "c"
+
+
+def test_build_failure_reason_and_object_selection(tmp_path):
+    from mlopt.corpus.debian import _package_objects, build_failure
+
+    log = "\n".join(["checking whether -Werror works... yes", "compiling a.c", "a.c:3:1: error: unknown type 'x'",
+                     *[f"line {i}" for i in range(30)], "make: *** [all] Error 2"])
+    reason = build_failure(log)
+    assert reason.splitlines()[0] == "a.c:3:1: error: unknown type 'x'"
+    assert reason.splitlines()[-1] == "make: *** [all] Error 2" and "-Werror" not in reason
+    for rel in ("src/a.o", "src/.libs/a.o", "src/b.o", "tests/t.o", "src/examples/e.o", "debian/tmp/x.o",
+                "lib/Bench/ok.o"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(b"")
+    objects = {o.name: o.path.relative_to(tmp_path).as_posix() for o in _package_objects(tmp_path)}
+    assert objects == {"src/a.o": "src/.libs/a.o", "src/b.o": "src/b.o", "lib/Bench/ok.o": "lib/Bench/ok.o"}

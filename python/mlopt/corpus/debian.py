@@ -185,8 +185,9 @@ _NOT_AN_ERROR = re.compile(r"-Werror|CMAKE_ERROR|checking |error\.h|strerror|\be
 def build_failure(log: str, first: int = 4, last: int = 4) -> str:
     """A failed build's reason: its first error lines and its last lines."""
     lines = [ln.rstrip() for ln in log.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if _ERROR_LINE.search(ln) and not _NOT_AN_ERROR.search(ln)][:first]
-    tail = [ln for ln in lines[-last:] if ln not in errors]
+    tail = lines[-last:]
+    body = lines[:-last] if len(lines) > last else []
+    errors = [ln for ln in body if _ERROR_LINE.search(ln) and not _NOT_AN_ERROR.search(ln)][:first]
     return "\n".join([*(ln[:400] for ln in errors), *(["..."] if errors and tail else []),
                       *(ln[:400] for ln in tail)])
 
