@@ -145,8 +145,8 @@ def test_build_failure_reason_and_object_selection(tmp_path):
     assert reason.splitlines()[0] == "a.c:3:1: error: unknown type 'x'"
     assert reason.splitlines()[-1] == "make: *** [all] Error 2" and "-Werror" not in reason
     for rel in ("src/a.o", "src/.libs/a.o", "src/b.o", "tests/t.o", "src/examples/e.o", "debian/tmp/x.o",
-                "lib/Bench/ok.o"):
+                "lib/Bench/no.o", "lib/testutil/ok.o"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(b"")
     objects = {o.name: o.path.relative_to(tmp_path).as_posix() for o in _package_objects(tmp_path)}
-    assert objects == {"src/a.o": "src/.libs/a.o", "src/b.o": "src/b.o", "lib/Bench/ok.o": "lib/Bench/ok.o"}
+    assert objects == {"src/a.o": "src/.libs/a.o", "src/b.o": "src/b.o", "lib/testutil/ok.o": "lib/testutil/ok.o"}
