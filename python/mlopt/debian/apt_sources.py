@@ -153,6 +153,13 @@ def deb822(entries: Iterable[AptEntry]) -> str:
     return "\n\n".join(stanzas) + "\n"
 
 
+def _reason(output: str) -> str:
+    """apt's errors (``E:`` lines) or else its last lines, on one line."""
+    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("E:")]
+    return "; ".join((errors or lines)[-3:]) or "no output"
+
+
 def as_root(cmd: list[str]) -> list[str]:
     if os.geteuid() == 0:
         return cmd
@@ -167,7 +174,7 @@ def _run(cmd: list[str], what: str) -> str:
     except OSError as e:
         raise AptSourceError(f"{what}: cannot run {cmd[0]}: {e.strerror}") from None
     if r.returncode != 0:
-        tail = "; ".join((r.stderr.strip() or r.stdout.strip() or "no output").splitlines()[-3:])
+        tail = _reason(r.stderr or r.stdout)
         raise AptSourceError(f"{what}: {' '.join(cmd)} failed: {tail}")
     return r.stdout
 
@@ -247,7 +254,7 @@ def download_source(package: str, version: str, dest: str | os.PathLike, *, unpa
     except OSError as e:
         raise AptSourceError(f"cannot run apt-get: {e.strerror}") from None
     if r.returncode != 0:
-        tail = "; ".join((r.stderr.strip() or r.stdout.strip() or "no output").splitlines()[-3:])
+        tail = _reason(r.stderr or r.stdout)
         raise AptSourceError(f"apt-get source {package}={version} failed: {tail}")
     if not unpack:
         return dest
