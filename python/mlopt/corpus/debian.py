@@ -324,9 +324,14 @@ class PackageBuilder:
             for name in names:
                 for full in (name, f"{triplet}-{name}", *(f"{p}-{v}" for p in (name, f"{triplet}-{name}")
                                                         for v in GCC_VERSIONS)):
-                    shim = bin_dir / full
-                    shim.write_text(f'#!/bin/sh\nexec {tool} "$@"\n')
-                    shim.chmod(0o755)
+                    _shim(bin_dir / full, tool)
+        # binutils' ar/nm/ranlib load every LLVMgold plugin in bfd-plugins/, which
+        # read the embedded .llvmbc (of another LLVM version, too) instead of the
+        # object's symbols: static archives lose their index. LLVM's own tools read
+        # the ELF symbols.
+        for name in ("ar", "nm", "ranlib"):
+            for full in (name, f"{triplet}-{name}", f"gcc-{name}", f"{triplet}-gcc-{name}"):
+                _shim(bin_dir / full, f"llvm-{name}-{major}")
         return bin_dir
 
     def build(self, tree: Path) -> Path:
@@ -408,8 +413,24 @@ class _StageError(Exception):
         self.stage, self.reason = stage, reason
 
 
+def _shim(path: Path, tool: str) -> None:
+    path.write_text(f'#!/bin/sh\nexec {tool} "$@"\n')
+    path.chmod(0o755)
+
+
+_TEST_FILE = re.compile(r"(^|[_-])(test|tests|unittest|unittests|benchmark|bench|fuzzer)([_.-]|$)", re.I)
+
+
+def shipped_module(name: str) -> bool:
+    """False for objects of tests, examples, benchmarks and fuzzers (by
+    directory or file name): not what a package ships."""
+    parts = name.split("/")
+    return (not any(part.lower() in SKIPPED_DIRS for part in parts[:-1])
+            and not _TEST_FILE.search(parts[-1].split(".", 1)[0]))
+
+
 def _skipped(rel: Path) -> bool:
-    return any(part.lower() in SKIPPED_DIRS for part in rel.parts[:-1]) or rel.parts[0] == "debian"
+    return rel.parts[0] == "debian" or not shipped_module(rel.as_posix())
 
 
 def _package_objects(tree: Path) -> list[ObjectRef]:
@@ -535,6 +556,8 @@ def debian_corpus(specs: Sequence[PackageSpec], output: str | os.PathLike, confi
         raise CorpusError(f"package {dupes[0]!r} is listed twice")
     out = prepare_output(output, force)
     results = build_packages(chosen, config, cache=cache, on_progress=on_progress, say=say)
+    for r in results:  # results cached before a selection rule changed follow it too
+        r.modules = [m for m in r.modules if shipped_module(m)]
     modules: list[str] = []
     languages: dict[str, str] = {}
     for r in results:
