@@ -509,10 +509,10 @@ def build_packages(specs: Sequence[PackageSpec], config: DebianConfig = DebianCo
             if hit is not None:
                 finished(i, hit)
                 continue
-            lock = builder.lock()  # another mlopt building this package: wait for it, then take its result
+            held = builder.lock()  # another mlopt building this package: wait for it, then take its result
             hit = builder.cached()
             if hit is not None:
-                lock.close()
+                held.close()
                 finished(i, hit)
                 continue
             if on_progress:
@@ -522,16 +522,20 @@ def build_packages(specs: Sequence[PackageSpec], config: DebianConfig = DebianCo
             except (_StageError, apt_sources.AptSourceError) as e:
                 stage, reason = (e.stage, e.reason) if isinstance(e, _StageError) else ("fetch", str(e))
                 finished(i, builder.failed(stage, reason, started))
-                lock.close()
+                held.close()
                 continue
 
             builder.prepare_seconds = time.monotonic() - started
 
-            def work(b=builder, t=tree, i=i, lock=lock):  # timed from when it starts, not from when it was queued
+            def work(b=builder, t=tree, i=i, held=held):  # timed from when it starts, not from when it was queued
+                start = time.monotonic() - b.prepare_seconds
                 try:
-                    finished(i, b.run_build(t, time.monotonic() - b.prepare_seconds))
+                    result = b.run_build(t, start)
+                except Exception as e:  # noqa: BLE001 - one package's surprise must not end the others' builds
+                    result = b.failed("extract", f"{type(e).__name__}: {e}", start)
                 finally:
-                    lock.close()
+                    held.close()
+                finished(i, result)
 
             futures.append(pool.submit(work))
         for f in futures:
