@@ -105,7 +105,7 @@ def main() -> int:
     best = {n: np.full(len(cmds), np.inf) for n in names}
     start = time.time()
     for rep in range(args.reps):
-        for i, (name, cmd, cwd) in enumerate(cmds):
+        for i, (_, cmd, cwd) in enumerate(cmds):
             order = names[(i + rep) % len(names):] + names[:(i + rep) % len(names)]
             for n in order:
                 c = [cmd[0], *configs[n], *cmd[1:], "-o", os.devnull]
@@ -113,7 +113,8 @@ def main() -> int:
         print(f"  round {rep + 1}/{args.reps} done ({time.time() - start:.0f} s)", file=sys.stderr)
 
     stock = best["stock"]
-    print(f"\n{'configuration':<12}{'total s':>9}{'vs stock':>10}{'median':>9}{'worst':>9}  worst module, modules > +10%")
+    print(f"\n{'configuration':<12}{'total s':>9}{'vs stock':>10}{'median':>9}{'worst':>9}"
+          "  worst module, modules > +10%")
     for n in names:
         r = best[n] / stock
         worst = int(np.argmax(r))

@@ -167,8 +167,8 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   else if (FeatureUpkeep == "mlopt")
     Options.Features = mlopt::InlineFeatures::Mlopt;
   else
-    throw nb::value_error(("feature_upkeep must be 'llvm' or 'mlopt', not '" + FeatureUpkeep +
-                           "'").c_str());
+    throw nb::value_error(
+        ("feature_upkeep must be 'llvm' or 'mlopt', not '" + FeatureUpkeep + "'").c_str());
   bool HasRegallocCallable = RegallocCallable.is_valid() && !RegallocCallable.is_none();
   Options.Regalloc = Regalloc || RegallocPool || HasRegallocCallable;
   Options.RegallocMaxEvictions = RegallocMaxEvictions;

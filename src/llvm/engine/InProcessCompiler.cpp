@@ -57,8 +57,8 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
     }
     return S->Log.get();
   };
-  return makeInlineAdvisor(M, FAM, *S->MAM, Params, IC, *S->MakeRunner, LogFor, S->Sites,
-                           S->IR2Vec, S->Features);
+  return makeInlineAdvisor(M, FAM, *S->MAM, Params, IC, *S->MakeRunner, LogFor, S->Sites, S->IR2Vec,
+                           S->Features);
 }
 
 #ifdef MLOPT_HAVE_REGALLOC

@@ -263,8 +263,7 @@ std::unique_ptr<InlineAdvice> FeatureUpkeepAdvisor::getAdviceImpl(CallBase &CB) 
 
   *ModelRunner->getTensor<int64_t>(FeatureIndex::callee_basic_block_count) =
       CalleeBefore.BasicBlockCount;
-  *ModelRunner->getTensor<int64_t>(FeatureIndex::callsite_height) =
-      getInitialFunctionLevel(Caller);
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::callsite_height) = getInitialFunctionLevel(Caller);
   *ModelRunner->getTensor<int64_t>(FeatureIndex::node_count) = NodeCount;
   *ModelRunner->getTensor<int64_t>(FeatureIndex::nr_ctant_params) = NrCtantParams;
   *ModelRunner->getTensor<int64_t>(FeatureIndex::edge_count) = EdgeCount;
@@ -283,15 +282,14 @@ std::unique_ptr<InlineAdvice> FeatureUpkeepAdvisor::getAdviceImpl(CallBase &CB) 
       Caller.hasAvailableExternallyLinkage();
   for (size_t I = 0; I < static_cast<size_t>(InlineCostFeatureIndex::NumberOfFeatures); ++I)
     *ModelRunner->getTensor<int64_t>(
-        inlineCostFeatureToMlFeature(static_cast<InlineCostFeatureIndex>(I))) =
-        CostFeatures->at(I);
+        inlineCostFeatureToMlFeature(static_cast<InlineCostFeatureIndex>(I))) = CostFeatures->at(I);
   return getAdviceFromModel(CB, ORE);
 }
 
 std::unique_ptr<FeatureUpkeepAdvice>
 FeatureUpkeepAdvisor::getAdviceFromModel(CallBase &CB, OptimizationRemarkEmitter &ORE) {
-  return std::make_unique<FeatureUpkeepAdvice>(
-      this, CB, ORE, static_cast<bool>(ModelRunner->evaluate<int64_t>()));
+  return std::make_unique<FeatureUpkeepAdvice>(this, CB, ORE,
+                                               static_cast<bool>(ModelRunner->evaluate<int64_t>()));
 }
 
 std::unique_ptr<InlineAdvice>
@@ -329,9 +327,9 @@ FeatureUpkeepAdvice::FeatureUpkeepAdvice(FeatureUpkeepAdvisor *Advisor, CallBase
     : InlineAdvice(Advisor, CB, ORE, Recommendation),
       CallerIRSize(Advisor->isForcedToStop() ? 0 : Advisor->getIRSize(*Caller)),
       CalleeIRSize(Advisor->isForcedToStop() ? 0 : Advisor->getIRSize(*Callee)),
-      CallerAndCalleeEdges(Advisor->isForcedToStop()
-                               ? 0
-                               : (Advisor->getLocalCalls(*Caller) + Advisor->getLocalCalls(*Callee))),
+      CallerAndCalleeEdges(Advisor->isForcedToStop() ? 0
+                                                     : (Advisor->getLocalCalls(*Caller) +
+                                                        Advisor->getLocalCalls(*Callee))),
       PreInlineCallerFPI(Advisor->getCachedFPI(*Caller)) {
   if (Recommendation)
     FPU.emplace(Advisor->getCachedFPI(*getCaller()), CB);

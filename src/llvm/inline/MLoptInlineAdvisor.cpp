@@ -84,8 +84,7 @@ public:
 
 private:
   void log() {
-    if (writeTrainingLog(this->getCaller()->getContext(), Log, [&] { logUnguarded(); }) &&
-        Sites) {
+    if (writeTrainingLog(this->getCaller()->getContext(), Log, [&] { logUnguarded(); }) && Sites) {
       Sites->Decisions += this->isInliningRecommended() ? '1' : '0';
       if (Sites->WantNames)
         Sites->Sites.emplace_back(std::move(Caller), std::move(CalleeName));
@@ -135,8 +134,7 @@ namespace {
 /// MLInlineAdvisor builds it from the final feature list (the 38, plus
 /// IR2Vec embeddings when the vocabulary analysis is cached); otherwise the
 /// runner for the 38.
-template <class AdvisorBase>
-auto runnerArgument(Module &M, const InlineRunnerFactory &MakeRunner) {
+template <class AdvisorBase> auto runnerArgument(Module &M, const InlineRunnerFactory &MakeRunner) {
 #if LLVM_VERSION_MAJOR >= 22
   if constexpr (std::is_same_v<AdvisorBase, MLInlineAdvisor>)
     return [&M, &MakeRunner](const std::vector<llvm::TensorSpec> &Features) {
@@ -185,8 +183,8 @@ MLoptInlineAdvisorT<AdvisorBase, AdviceBase>::getAdviceFromModel(CallBase &CB,
   const std::vector<mlopt::TensorSpec> &Extras = Runner.extraOutputs();
   for (size_t I = 0; I < Extras.size(); ++I)
     Row.append(static_cast<const char *>(Runner.extraOutputData(I)), Extras[I].byteSize());
-  return std::make_unique<LoggingAdvice<AdvisorBase, AdviceBase>>(
-      this, CB, ORE, Decision, Default, std::move(Row), *Log, Sites);
+  return std::make_unique<LoggingAdvice<AdvisorBase, AdviceBase>>(this, CB, ORE, Decision, Default,
+                                                                  std::move(Row), *Log, Sites);
 }
 
 template class MLoptInlineAdvisorT<MLInlineAdvisor, MLInlineAdvice>;
