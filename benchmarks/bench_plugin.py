@@ -8,7 +8,9 @@ sums over modules.
 
   stock        stock opt-19
   plugin       plugin loaded, no model/log: stock heuristic and pipeline
-  ml-advisor   LLVM's MLInlineAdvisor (feature extraction) + heuristic decisions
+  ml-advisor   the ML advisor (feature extraction) + heuristic decisions, with
+               mlopt's feature upkeep (the default on LLVM 19)
+  ml-advisor-llvm  the same with LLVM's upkeep (-mlopt-inline-features=llvm)
   log          + development-mode training log of every decision
   tflite       .tflite policy (random MLP over a real vocab) through LiteRT
   tflite-shadow  the same model evaluated at every decision, heuristic decisions
@@ -52,6 +54,7 @@ def main() -> int:
         "stock": opt,
         "plugin": opt + load,
         "ml-advisor": opt + load + ["-mlopt-inline-ml-advisor"],
+        "ml-advisor-llvm": opt + load + ["-mlopt-inline-ml-advisor", "-mlopt-inline-features=llvm"],
         "log": opt + load + [f"-mlopt-inline-training-log={work / 'bench.log'}",
                              "-mlopt-inline-training-log-overwrite"],
         "tflite": opt + load + [f"-mlopt-inline-model={model}"],
@@ -69,7 +72,7 @@ def main() -> int:
     mlopt.load_policy(model)
     load_s = time.perf_counter() - start
 
-    print_ratios(best, ("stock", "ml-advisor"))
+    print_ratios(best, ("stock", "ml-advisor-llvm"))
     stock_total = best["stock"].sum()
     print(f"\ndecisions in the corpus (heuristic run): {decisions}")
     print(f"LiteRT policy: {per_decision * 1e6:.1f} us per decision in process, "

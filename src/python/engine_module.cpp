@@ -147,7 +147,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                         nb::object Callable, const std::string &Forced,
                         const std::string &IR2VecVocab, bool Regalloc,
                         std::shared_ptr<PolicyModelPool> RegallocPool, nb::object RegallocCallable,
-                        unsigned RegallocMaxEvictions) {
+                        unsigned RegallocMaxEvictions, const std::string &FeatureUpkeep) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -162,6 +162,13 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
     throw nb::value_error("forced decisions must be a string of '0' and '1'");
   Options.ForcedDecisions = Forced;
   Options.IR2VecVocab = IR2VecVocab;
+  if (FeatureUpkeep == "llvm")
+    Options.Features = mlopt::InlineFeatures::LLVM;
+  else if (FeatureUpkeep == "mlopt")
+    Options.Features = mlopt::InlineFeatures::Mlopt;
+  else
+    throw nb::value_error(
+        ("feature_upkeep must be 'llvm' or 'mlopt', not '" + FeatureUpkeep + "'").c_str());
   bool HasRegallocCallable = RegallocCallable.is_valid() && !RegallocCallable.is_none();
   Options.Regalloc = Regalloc || RegallocPool || HasRegallocCallable;
   Options.RegallocMaxEvictions = RegallocMaxEvictions;
@@ -300,7 +307,8 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
         "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "call_sites"_a,
         "cache"_a.none(), "policy"_a.none(), "callable"_a.none(), "forced"_a = "",
         "ir2vec_vocab"_a = "", "regalloc"_a = false, "regalloc_policy"_a.none() = nb::none(),
-        "regalloc_callable"_a.none() = nb::none(), "regalloc_max_evictions"_a = 100u);
+        "regalloc_callable"_a.none() = nb::none(), "regalloc_max_evictions"_a = 100u,
+        "feature_upkeep"_a = "mlopt");
   m.attr("regalloc_supported") = regallocSupported();
   m.attr("regalloc_source_version") = regallocSourceVersion();
 

@@ -197,9 +197,18 @@ def _forced(decisions) -> str:
     return s
 
 
+FEATURE_UPKEEP = ("mlopt", "llvm")
+
+
+def _feature_upkeep(value: str) -> str:
+    if value not in FEATURE_UPKEEP:
+        raise ValueError(f"feature_upkeep must be 'mlopt' or 'llvm', not {value!r}")
+    return value
+
+
 def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
              keep_object: bool, call_sites: bool = False, cache: TextSizeCache | None = None,
-             forced: str = "", vocab: str = "") -> CompileResult:
+             forced: str = "", vocab: str = "", features: str = "mlopt") -> CompileResult:
     if cache is not None and not isinstance(cache, TextSizeCache):
         raise TypeError(f"cache must be a TextSizeCache, not {type(cache).__name__}")
     if cache is not None and cache.llvm != module.llvm:
@@ -210,7 +219,8 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
     tri = lambda flag: -1 if flag is None else int(flag)  # noqa: E731
     raw = engine(module.llvm).compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
                            tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, call_sites,
-                           cache._cache if cache is not None else None, pool, callback, forced, vocab)
+                           cache._cache if cache is not None else None, pool, callback, forced, vocab,
+                           feature_upkeep=features)
     log_bytes = raw["log"]
     parsed = read_log(log_bytes) if log_bytes else None
     if parsed is not None:
@@ -228,7 +238,7 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
             log: bool = True, *, codegen: bool = True, keep_object: bool = False,
             call_sites: bool = False, cache: TextSizeCache | None = None,
             forced_decisions: str | Sequence[int] | None = None, llvm: int | str | None = None,
-            ir2vec_vocab: PathLike | None = None) -> CompileResult:
+            ir2vec_vocab: PathLike | None = None, feature_upkeep: str = "mlopt") -> CompileResult:
     """Optimize ``module`` with ``pipeline`` (default ``default<Oz>``, or the
     corpus element's level) with ``policy`` deciding inlining, then generate
     object code in memory at the level clang would use for it.
@@ -261,18 +271,26 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     ``caller_embedding`` (float [D]) as stock ``opt-22
     -ml-inliner-ir2vec-vocab-file`` computes them. A policy trained with
     embeddings needs it; one trained without runs with or without it.
+
+    ``feature_upkeep``: who keeps the inliner's features up to date after
+    each inlining: ``"mlopt"`` (mlopt's upkeep, LLVM 19 without
+    ``ir2vec_vocab``; LLVM's elsewhere) or ``"llvm"`` (LLVM's
+    ``MLInlineAdvisor``, which recomputes the caller's dominator tree and
+    loop info after every inlining). The features, decisions, logs and
+    objects are the same; only the compile time differs.
     """
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab else ""
+    features = _feature_upkeep(feature_upkeep)
     pool, callback = _resolve_policy(policy, vocab)
     return _compile(_as_module(module, llvm), pool, callback, pipeline, log, codegen, keep_object, call_sites, cache,
-                    _forced(forced_decisions), vocab)
+                    _forced(forced_decisions), vocab, features)
 
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,
                  pipeline: str | None = None, log: bool = True, *, threads: int | None = None,
                  codegen: bool = True, keep_object: bool = False, llvm: int | str | None = None,
                  on_result: Callable[[int, CompileResult], None] | None = None,
-                 ir2vec_vocab: PathLike | None = None) -> list[CompileResult]:
+                 ir2vec_vocab: PathLike | None = None, feature_upkeep: str = "mlopt") -> list[CompileResult]:
     """:func:`compile` for every module, ``threads`` at a time (default: the
     number of CPUs); results in input order, identical to sequential runs.
     Larger modules start first, so one big module does not finish alone at
@@ -280,8 +298,10 @@ def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLik
     called in the calling thread as each module finishes (for progress)."""
     mods = [_as_module(m, llvm) for m in modules]
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab else ""
+    features = _feature_upkeep(feature_upkeep)
     pool, callback = _resolve_policy(policy, vocab)
-    run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object, vocab=vocab)  # noqa: E731
+    run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object, vocab=vocab,  # noqa: E731
+                             features=features)
     return map_modules(run, mods, threads, on_result)
 
 

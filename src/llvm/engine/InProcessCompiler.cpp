@@ -36,6 +36,7 @@ struct AdvisorState {
   std::unique_ptr<TrainingLogWriter> Log;
   DecisionTrace *Sites = nullptr; // the compile's decisions (and names)
   bool IR2Vec = false;
+  InlineFeatures Features = InlineFeatures::Mlopt;
 };
 
 thread_local AdvisorState *Current = nullptr;
@@ -56,8 +57,8 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
     }
     return S->Log.get();
   };
-  return makeInlineAdvisor(M, FAM, *S->MAM, Params, IC, *S->MakeRunner, LogFor, S->Sites,
-                           S->IR2Vec);
+  return makeInlineAdvisor(M, FAM, *S->MAM, Params, IC, *S->MakeRunner, LogFor, S->Sites, S->IR2Vec,
+                           S->Features);
 }
 
 #ifdef MLOPT_HAVE_REGALLOC
@@ -178,6 +179,7 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   Trace.Forced = Options.ForcedDecisions;
   State.Sites = &Trace;
   State.IR2Vec = Vocab != nullptr;
+  State.Features = Options.Features;
   {
     std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M, Options.RelocModel);
     std::optional<PipelineTuningOptions> Tuning;

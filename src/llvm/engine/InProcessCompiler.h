@@ -22,6 +22,7 @@
 #define MLOPT_LLVM_INPROCESSCOMPILER_H
 
 #include "Errors.h"
+#include "InlineFeatures.h"
 #include "InlinePolicyRunner.h"
 
 #include <array>
@@ -70,6 +71,10 @@ struct CompileOptions {
   /// then end with callee_embedding and caller_embedding (IR2VecVocabulary.h;
   /// an unreadable vocabulary throws IR2VecVocabError, LLVM 19 too).
   std::string IR2VecVocab;
+  /// Who keeps the inliner's features up to date after each inlining: mlopt
+  /// (where implemented: LLVM 19 without IR2Vec) or LLVM; the same values
+  /// (InlineAdvisorFactory.h).
+  InlineFeatures Features = InlineFeatures::Mlopt;
   /// Register allocation through mlopt's eviction advisor (builds with
   /// regalloc support, regallocSupported()): LLVM's ML eviction advisor
   /// extracts the features, RegallocDecider decides (null: the default advisor,

@@ -17,7 +17,7 @@ InlineAdvisor *makeInlineAdvisor(Module &M, FunctionAnalysisManager &FAM,
                                  ModuleAnalysisManager &MAM, const InlineParams &Params,
                                  InlineContext IC, const InlineRunnerFactory &MakeRunner,
                                  const TrainingLogProvider &LogFor, DecisionTrace *Sites,
-                                 bool IR2Vec) {
+                                 bool IR2Vec, InlineFeatures Features) {
   try { // called by LLVM: nothing may unwind through its frames
 #if LLVM_VERSION_MAJOR >= 22
     // MLInlineAdvisor appends the embeddings iff the vocabulary is cached
@@ -32,6 +32,12 @@ InlineAdvisor *makeInlineAdvisor(Module &M, FunctionAnalysisManager &FAM,
     auto Default = [&FAM, Params](CallBase &CB) {
       return heuristicInlineDecision(CB, FAM, Params);
     };
+#if LLVM_VERSION_MAJOR == 19
+    if (Features == InlineFeatures::Mlopt && !IR2Vec && featureUpkeepUnusableReason().empty())
+      return new MLoptUpkeepInlineAdvisor(M, MAM, MakeRunner, Default, LogFor, Sites);
+#else
+    (void)Features;
+#endif
     return new MLoptInlineAdvisor(M, MAM, MakeRunner, Default, LogFor, Sites);
   } catch (const std::exception &E) {
     M.getContext().diagnose(PluginDiagnostic(

@@ -16,11 +16,17 @@
 // one log file per process; engine: the caller's factory, one in-memory log
 // per compile). Nothing unwinds into LLVM: if setting up fails, the failure
 // is an error diagnostic and LLVM gets its default advisor.
+// Features picks who keeps the caller's properties up to date after each
+// inlining (the values are the same): InlineFeatures::Mlopt uses mlopt's
+// FeatureUpkeepAdvisor where featureUpkeepUnusableReason() allows it and
+// without IR2Vec, LLVM's MLInlineAdvisor otherwise; InlineFeatures::LLVM
+// always uses LLVM's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_INLINEADVISORFACTORY_H
 #define MLOPT_LLVM_INLINEADVISORFACTORY_H
 
+#include "InlineFeatures.h"
 #include "InlinePolicyRunner.h"
 #include "MLoptInlineAdvisor.h"
 #include "TrainingLogWriter.h"
@@ -35,7 +41,8 @@ llvm::InlineAdvisor *makeInlineAdvisor(llvm::Module &M, llvm::FunctionAnalysisMa
                                        const llvm::InlineParams &Params, llvm::InlineContext IC,
                                        const InlineRunnerFactory &MakeRunner,
                                        const TrainingLogProvider &LogFor,
-                                       DecisionTrace *Sites = nullptr, bool IR2Vec = false);
+                                       DecisionTrace *Sites = nullptr, bool IR2Vec = false,
+                                       InlineFeatures Features = InlineFeatures::Mlopt);
 
 } // namespace mlopt
 

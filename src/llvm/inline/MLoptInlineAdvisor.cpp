@@ -5,6 +5,7 @@
 #include "llvm/IR/Module.h"
 
 #include <cstring>
+#include <type_traits>
 
 using namespace llvm;
 
@@ -48,13 +49,14 @@ bool writeTrainingLog(LLVMContext &Ctx, TrainingLogWriter &Log,
 }
 
 namespace {
-/// MLInlineAdvice that writes its observation once the inliner recorded it.
-class LoggingAdvice final : public MLInlineAdvice {
+/// An advice (LLVM's MLInlineAdvice or mlopt's FeatureUpkeepAdvice) that
+/// writes its observation once the inliner recorded it.
+template <class AdvisorBase, class AdviceBase> class LoggingAdvice final : public AdviceBase {
 public:
-  LoggingAdvice(MLInlineAdvisor *Advisor, CallBase &CB, OptimizationRemarkEmitter &ORE,
+  LoggingAdvice(AdvisorBase *Advisor, CallBase &CB, OptimizationRemarkEmitter &ORE,
                 bool Recommendation, int64_t Default, std::string Row, TrainingLogWriter &Log,
                 DecisionTrace *Sites)
-      : MLInlineAdvice(Advisor, CB, ORE, Recommendation), Default(Default), Row(std::move(Row)),
+      : AdviceBase(Advisor, CB, ORE, Recommendation), Default(Default), Row(std::move(Row)),
         Log(Log), Sites(Sites) {
     if (Sites && Sites->WantNames) {
       Caller = CB.getCaller()->getName().str();
@@ -64,26 +66,26 @@ public:
   }
 
   void recordInliningImpl() override {
-    MLInlineAdvice::recordInliningImpl();
+    AdviceBase::recordInliningImpl();
     log();
   }
   void recordInliningWithCalleeDeletedImpl() override {
-    MLInlineAdvice::recordInliningWithCalleeDeletedImpl();
+    AdviceBase::recordInliningWithCalleeDeletedImpl();
     log();
   }
   void recordUnsuccessfulInliningImpl(const InlineResult &Result) override {
-    MLInlineAdvice::recordUnsuccessfulInliningImpl(Result);
+    AdviceBase::recordUnsuccessfulInliningImpl(Result);
     log();
   }
   void recordUnattemptedInliningImpl() override {
-    MLInlineAdvice::recordUnattemptedInliningImpl();
+    AdviceBase::recordUnattemptedInliningImpl();
     log();
   }
 
 private:
   void log() {
-    if (writeTrainingLog(getCaller()->getContext(), Log, [&] { logUnguarded(); }) && Sites) {
-      Sites->Decisions += isInliningRecommended() ? '1' : '0';
+    if (writeTrainingLog(this->getCaller()->getContext(), Log, [&] { logUnguarded(); }) && Sites) {
+      Sites->Decisions += this->isInliningRecommended() ? '1' : '0';
       if (Sites->WantNames)
         Sites->Sites.emplace_back(std::move(Caller), std::move(CalleeName));
     }
@@ -96,7 +98,7 @@ private:
       Log.logTensorValue(Index, Row.data() + At, Specs[Index].byteSize());
       At += Specs[Index].byteSize();
     }
-    int64_t Decision = isInliningRecommended() ? 1 : 0;
+    int64_t Decision = this->isInliningRecommended() ? 1 : 0;
     Log.logTensorValue(Index++, &Default, sizeof(Default));
     Log.logTensorValue(Index, &Decision, sizeof(Decision));
     Log.endObservation();
@@ -127,36 +129,45 @@ makeRunner(LLVMContext &Ctx, const InlineRunnerFactory &MakeRunner,
   return Runner;
 }
 
-MLoptInlineAdvisor::MLoptInlineAdvisor(Module &M, ModuleAnalysisManager &MAM,
-                                       const InlineRunnerFactory &MakeRunner,
-                                       std::function<bool(CallBase &)> DefaultAdvice,
-                                       const TrainingLogProvider &LogFor, DecisionTrace *Sites)
+namespace {
+/// What AdvisorBase's constructor takes as the runner: LLVM 22's
+/// MLInlineAdvisor builds it from the final feature list (the 38, plus
+/// IR2Vec embeddings when the vocabulary analysis is cached); otherwise the
+/// runner for the 38.
+template <class AdvisorBase> auto runnerArgument(Module &M, const InlineRunnerFactory &MakeRunner) {
 #if LLVM_VERSION_MAJOR >= 22
-    // LLVM builds the runner from the final feature list (the 38, plus IR2Vec
-    // embeddings when the vocabulary analysis is cached).
-    : MLInlineAdvisor(
-          M, MAM,
-          [&](const std::vector<llvm::TensorSpec> &Features) {
-            return makeRunner(M.getContext(), MakeRunner, Features);
-          },
-          std::move(DefaultAdvice)),
-#else
-    : MLInlineAdvisor(M, MAM, makeRunner(M.getContext(), MakeRunner, inlinerFeatures()),
-                      std::move(DefaultAdvice)),
+  if constexpr (std::is_same_v<AdvisorBase, MLInlineAdvisor>)
+    return [&M, &MakeRunner](const std::vector<llvm::TensorSpec> &Features) {
+      return makeRunner(M.getContext(), MakeRunner, Features);
+    };
+  else
 #endif
-      Runner(static_cast<InlinePolicyRunner &>(*ModelRunner)), Sites(Sites) {
+    return makeRunner(M.getContext(), MakeRunner, inlinerFeatures());
+}
+} // namespace
+
+template <class AdvisorBase, class AdviceBase>
+MLoptInlineAdvisorT<AdvisorBase, AdviceBase>::MLoptInlineAdvisorT(
+    Module &M, ModuleAnalysisManager &MAM, const InlineRunnerFactory &MakeRunner,
+    std::function<bool(CallBase &)> DefaultAdvice, const TrainingLogProvider &LogFor,
+    DecisionTrace *Sites)
+    : AdvisorBase(M, MAM, runnerArgument<AdvisorBase>(M, MakeRunner), std::move(DefaultAdvice)),
+      Runner(static_cast<InlinePolicyRunner &>(*this->ModelRunner)), Sites(Sites) {
   if (LogFor)
     Log = LogFor(M.getContext(), Runner);
 }
 
-MLoptInlineAdvisor::~MLoptInlineAdvisor() {
+template <class AdvisorBase, class AdviceBase>
+MLoptInlineAdvisorT<AdvisorBase, AdviceBase>::~MLoptInlineAdvisorT() {
   if (Log)
-    writeTrainingLog(M.getContext(), *Log, [&] { Log->flush(); });
+    writeTrainingLog(this->M.getContext(), *Log, [&] { Log->flush(); });
 }
 
-std::unique_ptr<MLInlineAdvice>
-MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB, OptimizationRemarkEmitter &ORE) {
-  bool Default = GetDefaultAdvice(CB);
+template <class AdvisorBase, class AdviceBase>
+std::unique_ptr<AdviceBase>
+MLoptInlineAdvisorT<AdvisorBase, AdviceBase>::getAdviceFromModel(CallBase &CB,
+                                                                 OptimizationRemarkEmitter &ORE) {
+  bool Default = this->GetDefaultAdvice(CB);
   Runner.setDefaultDecision(Default);
   bool Decision = Runner.evaluate<int64_t>() != 0;
   if (Sites && Sites->Asked < Sites->Forced.size())
@@ -164,7 +175,7 @@ MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB, OptimizationRemarkEmitter &
   if (Sites)
     ++Sites->Asked;
   if (!Log)
-    return std::make_unique<MLInlineAdvice>(this, CB, ORE, Decision);
+    return std::make_unique<AdviceBase>(this, CB, ORE, Decision);
   std::string Row;
   for (size_t I = 0; I < Runner.inputs().size(); ++I)
     Row.append(static_cast<const char *>(Runner.getTensorUntyped(I)),
@@ -172,8 +183,13 @@ MLoptInlineAdvisor::getAdviceFromModel(CallBase &CB, OptimizationRemarkEmitter &
   const std::vector<mlopt::TensorSpec> &Extras = Runner.extraOutputs();
   for (size_t I = 0; I < Extras.size(); ++I)
     Row.append(static_cast<const char *>(Runner.extraOutputData(I)), Extras[I].byteSize());
-  return std::make_unique<LoggingAdvice>(this, CB, ORE, Decision, Default, std::move(Row), *Log,
-                                         Sites);
+  return std::make_unique<LoggingAdvice<AdvisorBase, AdviceBase>>(this, CB, ORE, Decision, Default,
+                                                                  std::move(Row), *Log, Sites);
 }
+
+template class MLoptInlineAdvisorT<MLInlineAdvisor, MLInlineAdvice>;
+#if LLVM_VERSION_MAJOR == 19
+template class MLoptInlineAdvisorT<FeatureUpkeepAdvisor, FeatureUpkeepAdvice>;
+#endif
 
 } // namespace mlopt

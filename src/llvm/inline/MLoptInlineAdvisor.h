@@ -1,7 +1,9 @@
 //===- MLoptInlineAdvisor.h - LLVM's ML inline advisor + logging -*- C++ -*-===//
 //
 // Contract: LLVM's MLInlineAdvisor (its features, incremental module state
-// and size guard, unchanged) driven by an mlopt InlinePolicyRunner, which
+// and size guard, unchanged) -- or, as MLoptUpkeepInlineAdvisor (LLVM 19),
+// FeatureUpkeepAdvisor: the same features with mlopt's cheaper upkeep of
+// the caller's properties -- driven by an mlopt InlinePolicyRunner, which
 // MakeRunner builds from the inputs LLVM hands over (19: the 38 features;
 // 22: the 38, then IR2Vec's callee/caller embeddings when the module's
 // IR2VecVocabAnalysis is cached). A factory that throws or returns null is
@@ -27,6 +29,7 @@
 #ifndef MLOPT_LLVM_MLOPTINLINEADVISOR_H
 #define MLOPT_LLVM_MLOPTINLINEADVISOR_H
 
+#include "FeatureUpkeepAdvisor.h"
 #include "InlinePolicyRunner.h"
 #include "TrainingLogWriter.h"
 
@@ -63,23 +66,31 @@ struct DecisionTrace {
   size_t Asked = 0;   // decisions asked of the model so far
 };
 
-class MLoptInlineAdvisor final : public llvm::MLInlineAdvisor {
+template <class AdvisorBase, class AdviceBase>
+class MLoptInlineAdvisorT final : public AdvisorBase {
 public:
-  MLoptInlineAdvisor(llvm::Module &M, llvm::ModuleAnalysisManager &MAM,
-                     const InlineRunnerFactory &MakeRunner,
-                     std::function<bool(llvm::CallBase &)> DefaultAdvice,
-                     const TrainingLogProvider &LogFor, DecisionTrace *Sites = nullptr);
-  ~MLoptInlineAdvisor() override;
+  MLoptInlineAdvisorT(llvm::Module &M, llvm::ModuleAnalysisManager &MAM,
+                      const InlineRunnerFactory &MakeRunner,
+                      std::function<bool(llvm::CallBase &)> DefaultAdvice,
+                      const TrainingLogProvider &LogFor, DecisionTrace *Sites = nullptr);
+  ~MLoptInlineAdvisorT() override;
 
 protected:
-  std::unique_ptr<llvm::MLInlineAdvice>
-  getAdviceFromModel(llvm::CallBase &CB, llvm::OptimizationRemarkEmitter &ORE) override;
+  std::unique_ptr<AdviceBase> getAdviceFromModel(llvm::CallBase &CB,
+                                                 llvm::OptimizationRemarkEmitter &ORE) override;
 
 private:
   InlinePolicyRunner &Runner;
   TrainingLogWriter *Log = nullptr;
   DecisionTrace *Sites;
 };
+
+/// Over LLVM's MLInlineAdvisor (LLVM's feature upkeep).
+using MLoptInlineAdvisor = MLoptInlineAdvisorT<llvm::MLInlineAdvisor, llvm::MLInlineAdvice>;
+#if LLVM_VERSION_MAJOR == 19
+/// Over FeatureUpkeepAdvisor (mlopt's feature upkeep).
+using MLoptUpkeepInlineAdvisor = MLoptInlineAdvisorT<FeatureUpkeepAdvisor, FeatureUpkeepAdvice>;
+#endif
 
 } // namespace mlopt
 

@@ -24,6 +24,7 @@
 #include "Errors.h"
 #include "IR2VecVocabulary.h"
 #include "InlineAdvisorFactory.h"
+#include "InlineFeatures.h"
 #include "InteractiveRunner.h"
 #include "LLVMOption.h"
 #include "MLoptInlineAdvisor.h"
@@ -121,6 +122,16 @@ cl::opt<std::string> IR2VecVocab(
     cl::desc("mlopt: LLVM 21+: an IR2Vec vocabulary (seed-embedding JSON); the inliner's "
              "inputs, logs and policies then carry callee_embedding and caller_embedding "
              "(LLVM's -ml-inliner-ir2vec-vocab-file with -ir2vec-vocab-path is honoured too)"));
+
+cl::opt<mlopt::InlineFeatures> InlineFeatures(
+    "mlopt-inline-features", cl::init(mlopt::InlineFeatures::Mlopt), cl::cat(Category),
+    cl::desc("mlopt: who keeps the inliner's 38 features up to date after each inlining "
+             "(the values are the same)"),
+    cl::values(clEnumValN(mlopt::InlineFeatures::Mlopt, "mlopt",
+                          "mlopt's upkeep (LLVM 19 without IR2Vec; LLVM's otherwise)"),
+               clEnumValN(mlopt::InlineFeatures::LLVM, "llvm",
+                          "LLVM's MLInlineAdvisor (recomputes the caller's dominator tree and "
+                          "loop info after every inlining)")));
 
 cl::OptionCategory RegallocCategory("mlopt regalloc options");
 
@@ -276,7 +287,7 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
     return trainingLog(Ctx, M, R);
   };
   return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, IC, makeRunner, LogFor, nullptr,
-                                  useIR2Vec(M.getContext()));
+                                  useIR2Vec(M.getContext()), InlineFeatures);
 }
 
 bool pluginActive() {

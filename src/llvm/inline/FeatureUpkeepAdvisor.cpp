@@ -1,0 +1,387 @@
+#include "FeatureUpkeepAdvisor.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#if LLVM_VERSION_MAJOR == 19
+#include "LLVMOption.h"
+
+#include "llvm/ADT/SCCIterator.h"
+#include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Analysis/CallGraph.h"
+#include "llvm/Analysis/FunctionPropertiesAnalysis.h"
+#include "llvm/Analysis/InlineCost.h"
+#include "llvm/Analysis/InlineModelFeatureMaps.h"
+#include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/Analysis/TargetTransformInfo.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Module.h"
+#endif
+
+using namespace llvm;
+
+namespace mlopt {
+
+namespace {
+/// Whether LLVM's option Name was given (on the command line or by -mllvm).
+bool llvmOptionGiven(const char *Name) {
+  auto &Options = cl::getRegisteredOptions();
+  auto It = Options.find(Name);
+  return It != Options.end() && It->second->getNumOccurrences() > 0;
+}
+} // namespace
+
+std::string featureUpkeepUnusableReason() {
+#if LLVM_VERSION_MAJOR != 19
+  return "mlopt's feature upkeep is implemented for LLVM 19 only";
+#else
+  // MLInlineAdvisor behaviour that mlopt's upkeep does not reproduce.
+  for (const char *Name : {"ml-inliner-skip-policy", "inliner-interactive-channel-base",
+                           "inliner-interactive-include-default", "ml-advisor-keep-fpi-cache"})
+    if (llvmOptionGiven(Name))
+      return std::string("LLVM's -") + Name + " was given";
+  return "";
+#endif
+}
+
+#if LLVM_VERSION_MAJOR == 19
+
+#define DEBUG_TYPE "inline-ml"
+
+namespace {
+CallBase *getInlinableCS(Instruction &I) {
+  if (auto *CS = dyn_cast<CallBase>(&I))
+    if (Function *Callee = CS->getCalledFunction())
+      if (!Callee->isDeclaration())
+        return CS;
+  return nullptr;
+}
+} // namespace
+
+FeatureUpkeepAdvisor::FeatureUpkeepAdvisor(Module &M, ModuleAnalysisManager &MAM,
+                                           std::unique_ptr<MLModelRunner> Runner,
+                                           std::function<bool(CallBase &)> GetDefaultAdvice)
+    : InlineAdvisor(M, MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager()),
+      ModelRunner(std::move(Runner)), GetDefaultAdvice(std::move(GetDefaultAdvice)),
+      CG(MAM.getResult<LazyCallGraphAnalysis>(M)), InitialIRSize(getModuleIRSize()),
+      CurrentIRSize(InitialIRSize), PSI(MAM.getResult<ProfileSummaryAnalysis>(M)) {
+  if (cl::opt<float> *Threshold = findLLVMOption<float>("ml-advisor-size-increase-threshold"))
+    SizeIncreaseThreshold = *Threshold;
+  ModelRunner->switchContext("");
+  // The call-site height: the position of a function relative to the
+  // farthest statically reachable SCC, fixed before inlining (as LLVM).
+  CallGraph CGraph(M);
+  for (auto I = scc_begin(&CGraph); !I.isAtEnd(); ++I) {
+    const std::vector<CallGraphNode *> &CGNodes = *I;
+    unsigned Level = 0;
+    for (auto *CGNode : CGNodes) {
+      Function *F = CGNode->getFunction();
+      if (!F || F->isDeclaration())
+        continue;
+      for (auto &Inst : instructions(F))
+        if (auto *CS = getInlinableCS(Inst)) {
+          auto Pos = FunctionLevels.find(&CG.get(*CS->getCalledFunction()));
+          if (Pos == FunctionLevels.end())
+            continue; // in this SCC
+          Level = std::max(Level, Pos->second + 1);
+        }
+    }
+    for (auto *CGNode : CGNodes) {
+      Function *F = CGNode->getFunction();
+      if (F && !F->isDeclaration())
+        FunctionLevels[&CG.get(*F)] = Level;
+    }
+  }
+  for (auto KVP : FunctionLevels) {
+    AllNodes.insert(KVP.first);
+    EdgeCount += getLocalCalls(KVP.first->getFunction());
+  }
+  NodeCount = AllNodes.size();
+}
+
+unsigned FeatureUpkeepAdvisor::getInitialFunctionLevel(const Function &F) const {
+  const LazyCallGraph::Node *N = CG.lookup(F);
+  if (!N)
+    return 0;
+  auto It = FunctionLevels.find(N);
+  return It == FunctionLevels.end() ? 0 : It->second;
+}
+
+void FeatureUpkeepAdvisor::onPassEntry(LazyCallGraph::SCC *CurSCC) {
+  if (!CurSCC || ForceStop)
+    return;
+  FPICache.clear();
+  InlinedInto.clear();
+  // Functions passes between inliner runs may have changed the module-wide
+  // features: visit the boundary of the nodes last seen (as LLVM).
+  while (!NodesInLastSCC.empty()) {
+    const auto *N = *NodesInLastSCC.begin();
+    NodesInLastSCC.erase(N);
+    EdgeCount += getLocalCalls(N->getFunction());
+    auto LevelIt = FunctionLevels.find(N);
+    const unsigned NLevel = LevelIt == FunctionLevels.end() ? 0 : LevelIt->second;
+    for (const auto &E : *(*N)) {
+      const auto *AdjNode = &E.getNode();
+      if (AllNodes.insert(AdjNode).second) {
+        ++NodeCount;
+        NodesInLastSCC.insert(AdjNode);
+        FunctionLevels[AdjNode] = NLevel;
+      }
+    }
+  }
+  EdgeCount -= EdgesOfLastSeenNodes;
+  EdgesOfLastSeenNodes = 0;
+  for (const auto &N : *CurSCC)
+    NodesInLastSCC.insert(&N);
+}
+
+void FeatureUpkeepAdvisor::onPassExit(LazyCallGraph::SCC *CurSCC) {
+  FPICache.clear();
+  InlinedInto.clear();
+  if (!CurSCC || ForceStop)
+    return;
+  EdgesOfLastSeenNodes = 0;
+  for (const LazyCallGraph::Node *N : NodesInLastSCC)
+    EdgesOfLastSeenNodes += getLocalCalls(N->getFunction());
+  for (const auto &N : *CurSCC)
+    if (NodesInLastSCC.insert(&N).second)
+      EdgesOfLastSeenNodes += getLocalCalls(N.getFunction());
+}
+
+int64_t FeatureUpkeepAdvisor::getLocalCalls(Function &F) {
+  return getCachedFPI(F).DirectCallsToDefinedFunctions;
+}
+
+DenseSet<const BasicBlock *> *FeatureUpkeepAdvisor::markInlinedInto(Function &F) {
+  auto It = InlinedInto.try_emplace(&F).first;
+  return It->second ? &*It->second : nullptr; // nullptr: computed when first asked
+}
+
+DenseSet<const BasicBlock *> *FeatureUpkeepAdvisor::inlinedIntoReachable(Function &F) {
+  auto It = InlinedInto.find(&F);
+  if (It == InlinedInto.end())
+    return nullptr;
+  if (!It->second)
+    It->second = reachableBlocks(F);
+  return &*It->second;
+}
+
+void FeatureUpkeepAdvisor::onSuccessfulInlining(const FeatureUpkeepAdvice &Advice,
+                                                bool CalleeWasDeleted) {
+  Function *Caller = Advice.getCaller();
+  Function *Callee = Advice.getCallee();
+  // The caller's properties are no longer valid (LLVM also abandons its
+  // dominator tree and loop info, to recompute them at once).
+  {
+    PreservedAnalyses PA = PreservedAnalyses::all();
+    PA.abandon<FunctionPropertiesAnalysis>();
+    FAM.invalidate(*Caller, PA);
+  }
+  Advice.updateCachedCallerFPI(*this);
+  int64_t IRSizeAfter = getIRSize(*Caller) + (CalleeWasDeleted ? 0 : Advice.CalleeIRSize);
+  CurrentIRSize += IRSizeAfter - (Advice.CallerIRSize + Advice.CalleeIRSize);
+  if (CurrentIRSize > SizeIncreaseThreshold * InitialIRSize)
+    ForceStop = true;
+
+  int64_t NewCallerAndCalleeEdges = getCachedFPI(*Caller).DirectCallsToDefinedFunctions;
+  if (CalleeWasDeleted) {
+    --NodeCount;
+    NodesInLastSCC.erase(CG.lookup(*Callee));
+    DeadFunctions.insert(Callee);
+    InlinedInto.erase(Callee); // its body is gone
+  } else {
+    NewCallerAndCalleeEdges += getCachedFPI(*Callee).DirectCallsToDefinedFunctions;
+  }
+  EdgeCount += (NewCallerAndCalleeEdges - Advice.CallerAndCalleeEdges);
+}
+
+int64_t FeatureUpkeepAdvisor::getModuleIRSize() const {
+  int64_t Ret = 0;
+  for (auto &F : M)
+    if (!F.isDeclaration())
+      Ret += getIRSize(F);
+  return Ret;
+}
+
+FunctionCounts &FeatureUpkeepAdvisor::getCachedFPI(Function &F) const {
+  auto InsertPair = FPICache.insert(std::make_pair(&F, FunctionCounts()));
+  if (!InsertPair.second)
+    return InsertPair.first->second;
+  // As LLVM: the analysis manager's result (cached or computed).
+  InsertPair.first->second = FunctionCounts::from(FAM.getResult<FunctionPropertiesAnalysis>(F));
+  return InsertPair.first->second;
+}
+
+std::unique_ptr<InlineAdvice> FeatureUpkeepAdvisor::getAdviceImpl(CallBase &CB) {
+  if (auto Skip = getSkipAdviceIfUnreachableCallsite(CB))
+    return Skip;
+
+  auto &Caller = *CB.getCaller();
+  auto &Callee = *CB.getCalledFunction();
+
+  auto GetAssumptionCache = [&](Function &F) -> AssumptionCache & {
+    return FAM.getResult<AssumptionAnalysis>(F);
+  };
+  auto &TIR = FAM.getResult<TargetIRAnalysis>(Callee);
+  auto &ORE = FAM.getResult<OptimizationRemarkEmitterAnalysis>(Caller);
+
+  auto MandatoryKind = InlineAdvisor::getMandatoryKind(CB, FAM, ORE);
+  if (MandatoryKind == InlineAdvisor::MandatoryInliningKind::Never || &Caller == &Callee)
+    return getMandatoryAdvice(CB, false);
+
+  bool Mandatory = MandatoryKind == InlineAdvisor::MandatoryInliningKind::Always;
+
+  if (ForceStop) {
+    ORE.emit([&] {
+      return OptimizationRemarkMissed(DEBUG_TYPE, "ForceStop", &CB)
+             << "Won't attempt inlining because module size grew too much.";
+    });
+    return std::make_unique<InlineAdvice>(this, CB, ORE, Mandatory);
+  }
+
+  int CostEstimate = 0;
+  if (!Mandatory) {
+    auto IsCallSiteInlinable = llvm::getInliningCostEstimate(CB, TIR, GetAssumptionCache);
+    if (!IsCallSiteInlinable)
+      return std::make_unique<InlineAdvice>(this, CB, ORE, false);
+    CostEstimate = *IsCallSiteInlinable;
+  }
+
+  const auto CostFeatures = llvm::getInliningCostFeatures(CB, TIR, GetAssumptionCache);
+  if (!CostFeatures)
+    return std::make_unique<InlineAdvice>(this, CB, ORE, false);
+
+  if (Mandatory)
+    return getMandatoryAdvice(CB, true);
+
+  auto NrCtantParams = 0;
+  for (auto I = CB.arg_begin(), E = CB.arg_end(); I != E; ++I)
+    NrCtantParams += (isa<Constant>(*I));
+
+  auto &CallerBefore = getCachedFPI(Caller);
+  auto &CalleeBefore = getCachedFPI(Callee);
+
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::callee_basic_block_count) =
+      CalleeBefore.BasicBlockCount;
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::callsite_height) = getInitialFunctionLevel(Caller);
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::node_count) = NodeCount;
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::nr_ctant_params) = NrCtantParams;
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::edge_count) = EdgeCount;
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::caller_users) = CallerBefore.Uses;
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::caller_conditionally_executed_blocks) =
+      CallerBefore.BlocksReachedFromConditionalInstruction;
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::caller_basic_block_count) =
+      CallerBefore.BasicBlockCount;
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::callee_conditionally_executed_blocks) =
+      CalleeBefore.BlocksReachedFromConditionalInstruction;
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::callee_users) = CalleeBefore.Uses;
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::cost_estimate) = CostEstimate;
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::is_callee_avail_external) =
+      Callee.hasAvailableExternallyLinkage();
+  *ModelRunner->getTensor<int64_t>(FeatureIndex::is_caller_avail_external) =
+      Caller.hasAvailableExternallyLinkage();
+  for (size_t I = 0; I < static_cast<size_t>(InlineCostFeatureIndex::NumberOfFeatures); ++I)
+    *ModelRunner->getTensor<int64_t>(
+        inlineCostFeatureToMlFeature(static_cast<InlineCostFeatureIndex>(I))) = CostFeatures->at(I);
+  return getAdviceFromModel(CB, ORE);
+}
+
+std::unique_ptr<FeatureUpkeepAdvice>
+FeatureUpkeepAdvisor::getAdviceFromModel(CallBase &CB, OptimizationRemarkEmitter &ORE) {
+  return std::make_unique<FeatureUpkeepAdvice>(this, CB, ORE,
+                                               static_cast<bool>(ModelRunner->evaluate<int64_t>()));
+}
+
+std::unique_ptr<InlineAdvice>
+FeatureUpkeepAdvisor::getSkipAdviceIfUnreachableCallsite(CallBase &CB) {
+  Function &Caller = *CB.getCaller();
+  bool Reachable;
+  if (DenseSet<const BasicBlock *> *Live = inlinedIntoReachable(Caller))
+    Reachable = Live->contains(CB.getParent());
+  else
+    Reachable = FAM.getResult<DominatorTreeAnalysis>(Caller).isReachableFromEntry(CB.getParent());
+  if (!Reachable)
+    return std::make_unique<InlineAdvice>(this, CB, getCallerORE(CB), false);
+  return nullptr;
+}
+
+std::unique_ptr<InlineAdvice> FeatureUpkeepAdvisor::getMandatoryAdvice(CallBase &CB, bool Advice) {
+  if (auto Skip = getSkipAdviceIfUnreachableCallsite(CB))
+    return Skip;
+  if (Advice && !ForceStop)
+    return getMandatoryAdviceImpl(CB);
+  return std::make_unique<InlineAdvice>(this, CB, getCallerORE(CB), Advice);
+}
+
+std::unique_ptr<FeatureUpkeepAdvice> FeatureUpkeepAdvisor::getMandatoryAdviceImpl(CallBase &CB) {
+  return std::make_unique<FeatureUpkeepAdvice>(this, CB, getCallerORE(CB), true);
+}
+
+void FeatureUpkeepAdvisor::print(raw_ostream &OS) const {
+  OS << "[FeatureUpkeepAdvisor] Nodes: " << NodeCount << " Edges: " << EdgeCount
+     << " EdgesOfLastSeenNodes: " << EdgesOfLastSeenNodes << "\n";
+}
+
+FeatureUpkeepAdvice::FeatureUpkeepAdvice(FeatureUpkeepAdvisor *Advisor, CallBase &CB,
+                                         OptimizationRemarkEmitter &ORE, bool Recommendation)
+    : InlineAdvice(Advisor, CB, ORE, Recommendation),
+      CallerIRSize(Advisor->isForcedToStop() ? 0 : Advisor->getIRSize(*Caller)),
+      CalleeIRSize(Advisor->isForcedToStop() ? 0 : Advisor->getIRSize(*Callee)),
+      CallerAndCalleeEdges(Advisor->isForcedToStop() ? 0
+                                                     : (Advisor->getLocalCalls(*Caller) +
+                                                        Advisor->getLocalCalls(*Callee))),
+      PreInlineCallerFPI(Advisor->getCachedFPI(*Caller)) {
+  if (Recommendation)
+    FPU.emplace(Advisor->getCachedFPI(*getCaller()), CB);
+}
+
+void FeatureUpkeepAdvice::reportContextForRemark(DiagnosticInfoOptimizationBase &OR) {
+  using namespace ore;
+  OR << NV("Callee", Callee->getName());
+  for (size_t I = 0; I < NumberOfFeatures; ++I)
+    OR << NV(FeatureMap[I].name(), *getAdvisor()->getModelRunner().getTensor<int64_t>(I));
+  OR << NV("ShouldInline", isInliningRecommended());
+}
+
+void FeatureUpkeepAdvice::updateCachedCallerFPI(FeatureUpkeepAdvisor &Advisor) const {
+  FPU->finish(Advisor.markInlinedInto(FPU->caller()));
+}
+
+void FeatureUpkeepAdvice::recordInliningImpl() {
+  ORE.emit([&]() {
+    OptimizationRemark R(DEBUG_TYPE, "InliningSuccess", DLoc, Block);
+    reportContextForRemark(R);
+    return R;
+  });
+  getAdvisor()->onSuccessfulInlining(*this, /*CalleeWasDeleted*/ false);
+}
+
+void FeatureUpkeepAdvice::recordInliningWithCalleeDeletedImpl() {
+  ORE.emit([&]() {
+    OptimizationRemark R(DEBUG_TYPE, "InliningSuccessWithCalleeDeleted", DLoc, Block);
+    reportContextForRemark(R);
+    return R;
+  });
+  getAdvisor()->onSuccessfulInlining(*this, /*CalleeWasDeleted*/ true);
+}
+
+void FeatureUpkeepAdvice::recordUnsuccessfulInliningImpl(const InlineResult &Result) {
+  getAdvisor()->getCachedFPI(*Caller) = PreInlineCallerFPI;
+  ORE.emit([&]() {
+    OptimizationRemarkMissed R(DEBUG_TYPE, "InliningAttemptedAndUnsuccessful", DLoc, Block);
+    reportContextForRemark(R);
+    return R;
+  });
+}
+
+void FeatureUpkeepAdvice::recordUnattemptedInliningImpl() {
+  ORE.emit([&]() {
+    OptimizationRemarkMissed R(DEBUG_TYPE, "IniningNotAttempted", DLoc, Block);
+    reportContextForRemark(R);
+    return R;
+  });
+}
+
+#endif
+
+} // namespace mlopt

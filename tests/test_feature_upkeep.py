@@ -1,0 +1,216 @@
+"""mlopt's upkeep of the inliner's features (FeatureUpkeepAdvisor) against LLVM's (MLInlineAdvisor).
+
+Both give LLVM's 38 features; mlopt's keeps a caller's properties after an
+inlining without recomputing its dominator tree and loop info. Every
+comparison here runs the same compile twice, once with each upkeep
+(``-mlopt-inline-features=llvm|mlopt``, ``feature_upkeep=``), and requires
+identical bytes: training logs, optimized bitcode, objects. On LLVM 22
+mlopt's upkeep is not implemented and LLVM's is used for both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mlopt
+from mlopt.compiler.plugin import opt_flags
+from mlopt.problems import inlining as inliner
+from tests.support.llvm import opt
+
+pytestmark = pytest.mark.llvm
+
+UPKEEPS = ("llvm", "mlopt")
+
+# A callee with a loop inlined into a loop of the caller; @tail is asked
+# about afterwards, so its row carries the caller's properties after it.
+LOOP_INTO_LOOP = """
+declare void @use(i32)
+
+define internal i32 @sum(ptr %a, i32 %n) {
+entry:
+  %c0 = icmp sgt i32 %n, 0
+  br i1 %c0, label %loop, label %done
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]
+  %s = phi i32 [ 0, %entry ], [ %s1, %loop ]
+  %p = getelementptr inbounds i32, ptr %a, i32 %i
+  %v = load i32, ptr %p
+  %s1 = add i32 %s, %v
+  %i1 = add nuw nsw i32 %i, 1
+  %c = icmp slt i32 %i1, %n
+  br i1 %c, label %loop, label %done
+done:
+  %r = phi i32 [ 0, %entry ], [ %s1, %loop ]
+  ret i32 %r
+}
+
+define void @tail(ptr %a, i32 %n) {
+entry:
+  call void @use(i32 %n)
+  ret void
+}
+
+define void @outer(ptr %a, i32 %n, i32 %m) {
+entry:
+  %c0 = icmp sgt i32 %m, 0
+  br i1 %c0, label %loop, label %exit
+loop:
+  %j = phi i32 [ 0, %entry ], [ %j1, %loop ]
+  %q = getelementptr inbounds i32, ptr %a, i32 %j
+  %s = call i32 @sum(ptr %q, i32 %n)
+  call void @use(i32 %s)
+  %j1 = add nuw nsw i32 %j, 1
+  %c = icmp slt i32 %j1, %m
+  br i1 %c, label %loop, label %exit
+exit:
+  call void @tail(ptr %a, i32 %n)
+  ret void
+}
+"""
+
+# Inlining @die (a trap) makes the caller's only loop, and the block after
+# it, unreachable; @other in %b is asked about afterwards.
+LOOP_DELETED = """
+declare void @use(i32)
+declare void @llvm.trap()
+
+define internal void @die() {
+entry:
+  call void @llvm.trap()
+  unreachable
+}
+
+define void @other(i32 %x) {
+entry:
+  call void @use(i32 %x)
+  ret void
+}
+
+define void @f(i1 %p, i32 %n) {
+entry:
+  br i1 %p, label %a, label %b
+a:
+  call void @die()
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %a ], [ %i1, %loop ]
+  call void @use(i32 %i)
+  %i1 = add i32 %i, 1
+  %c = icmp slt i32 %i1, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  call void @other(i32 %n)
+  br label %b
+b:
+  call void @other(i32 0)
+  ret void
+}
+"""
+
+
+def _opt_both(llvm_tools, module, tmp_path, *flags):
+    """{upkeep: (training log bytes, optimized bitcode bytes)}."""
+    out = {}
+    for upkeep in UPKEEPS:
+        log, bc = tmp_path / f"{module.stem}.{upkeep}.log", tmp_path / f"{module.stem}.{upkeep}.bc"
+        opt(llvm_tools, module, bc, *opt_flags(training_log=log, overwrite_log=True), *flags,
+            f"-mlopt-inline-features={upkeep}")
+        out[upkeep] = (log.read_bytes(), bc.read_bytes())
+    return out
+
+
+def test_plugin_logs_and_bitcode_identical_on_corpus(llvm_tools, plugin, corpus_modules, tmp_path):
+    """On every corpus module (lz4 + brotli): the training log and the
+    optimized module are byte-identical with either upkeep."""
+    rows = 0
+    for path in corpus_modules:
+        out = _opt_both(llvm_tools, path, tmp_path)
+        assert out["mlopt"][0] == out["llvm"][0], f"{path.name}: training logs differ"
+        assert out["mlopt"][1] == out["llvm"][1], f"{path.name}: optimized bitcode differs"
+        rows += len(mlopt.read_log(out["mlopt"][0])[inliner.DECISION])
+    assert rows > 2000
+
+
+@pytest.fixture(scope="module")
+def modules(llvm_tools, corpus_modules):
+    return [mlopt.Module(p, opt_level="Oz", reloc_model="static", llvm=llvm_tools["major"]) for p in corpus_modules]
+
+
+@pytest.fixture(scope="module")
+def deciding_policy(modules, tmp_path_factory):
+    """A compiled random MLP over a vocab of real features: it decides both ways."""
+    heuristic = mlopt.compile_many(modules[:12], codegen=False, threads=2)
+    vocab = mlopt.Vocab.from_logs([r.log for r in heuristic], num_buckets=200)
+    policy = mlopt.InlinePolicy.random(vocab, hidden=(32, 16), seed=11)
+    work = tmp_path_factory.mktemp("upkeep-policy")
+    so = mlopt.compile_policy(policy.export(work / "model"), work / "policy.so")
+    return mlopt.load_policy(so)
+
+
+def test_engine_decisions_logs_objects_identical_with_a_policy(modules, deciding_policy):
+    """In process, with a policy that departs from the heuristic (so more
+    and different inlining than the heuristic's): the same decisions,
+    logs and objects with either upkeep."""
+    results = {u: mlopt.compile_many(modules, policy=deciding_policy, keep_object=True, threads=2,
+                                     feature_upkeep=u) for u in UPKEEPS}
+    departs = 0
+    for m, a, b in zip(modules, results["llvm"], results["mlopt"]):
+        assert np.array_equal(a.decisions, b.decisions), m.name
+        assert a.log_bytes == b.log_bytes, m.name
+        assert a.object == b.object, m.name
+        assert not b.warnings, m.name
+        departs += int((b.decisions != b.default_decisions).sum())
+    assert departs > 100
+
+
+def _logs(out):
+    return {u: mlopt.read_log(out[u][0]) for u in UPKEEPS}
+
+
+def _assert_same_values(logs):
+    for name in (*inliner.FEATURES, inliner.DEFAULT_DECISION, inliner.DECISION):
+        assert np.array_equal(logs["llvm"][name], logs["mlopt"][name]), name
+
+
+def test_callee_with_loop_inlined_into_loop(llvm_tools, plugin, tmp_path):
+    """@sum (a loop) is inlined into @outer's loop; the row asked next, in
+    the same caller, sees the caller grown by @sum's blocks: every value is
+    LLVM's."""
+    module = tmp_path / "loop_into_loop.ll"
+    module.write_text(LOOP_INTO_LOOP)
+    out = _opt_both(llvm_tools, module, tmp_path)
+    logs = _logs(out)
+    _assert_same_values(logs)
+    log = logs["mlopt"]
+    decisions = log[inliner.DECISION][:, 0].tolist()
+    assert decisions[:2] == [1, 1], decisions  # @sum, then @tail, into @outer
+    before, after = log["caller_basic_block_count"][:2, 0]
+    assert after > before  # the second row sees @sum's blocks
+    assert out["mlopt"] == out["llvm"]
+
+
+def test_inlining_deletes_the_callers_only_loop(llvm_tools, plugin, tmp_path):
+    """Inlining @die makes @f's only loop unreachable (LLVM's walk drops
+    it and what only it reached); the next row of @f sees that: every
+    value is LLVM's."""
+    module = tmp_path / "loop_deleted.ll"
+    module.write_text(LOOP_DELETED)
+    out = _opt_both(llvm_tools, module, tmp_path)
+    logs = _logs(out)
+    _assert_same_values(logs)
+    log = logs["mlopt"]
+    decisions = log[inliner.DECISION][:, 0].tolist()
+    assert decisions[0] == 1, decisions  # @die
+    before, after = log["caller_basic_block_count"][:2, 0]
+    assert after < before  # loop and exit are gone from @f's count
+    assert out["mlopt"] == out["llvm"]
+
+
+def test_bad_upkeep_values_are_refused(llvm_tools, plugin, tmp_path):
+    module = tmp_path / "loop_into_loop.ll"
+    module.write_text(LOOP_INTO_LOOP)
+    with pytest.raises(ValueError, match="feature_upkeep must be 'mlopt' or 'llvm'"):
+        mlopt.compile(b"not even read", feature_upkeep="fast", llvm=llvm_tools["major"])
+    r = opt(llvm_tools, module, tmp_path / "o.bc", *opt_flags(), "-mlopt-inline-features=fast", check=False)
+    assert r.returncode != 0 and "mlopt-inline-features" in r.stderr
