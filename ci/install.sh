@@ -94,6 +94,11 @@ if [ -n "$venv" ]; then
   export PATH="$PWD/$venv/bin:$PATH"
 else
   step "done: $("$PYTHON" -m mlopt --version)"
+  # COMMAND's python3 is the interpreter mlopt went into (e.g. PYTHON=/some/venv/bin/python)
+  exe=$("$PYTHON" -c 'import sys; print(sys.executable)')
+  if [ "$(command -v python3 >/dev/null && python3 -c 'import sys; print(sys.executable)')" != "$exe" ]; then
+    export PATH="$(dirname "$exe"):$PATH"
+  fi
 fi
 if [ "$#" -gt 0 ]; then
   cd "$caller"
