@@ -130,7 +130,8 @@ def cmd_doctor(args) -> int:
 
 def register(sub) -> None:
     p = add_command(sub, "doctor", "show what this installation has: per LLVM major, LiteRT, tools, caches",
-                    ["mlopt doctor", "mlopt doctor --strict   # status 1 when a part is missing", "mlopt doctor --json | python3 -c 'import json,sys; "
+                    ["mlopt doctor", "mlopt doctor --strict   # status 1 when a part is missing",
+                     "mlopt doctor --json | python3 -c 'import json,sys; "
                      "print(json.load(sys.stdin)[\"llvm\"][\"19\"][\"regalloc\"])'"])
     p.add_argument("--json", action="store_true", help="print the facts as JSON")
     p.add_argument("--strict", action="store_true", help="exit with status 1 when there is a warning")

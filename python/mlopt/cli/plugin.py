@@ -16,11 +16,11 @@ def cmd_plugin_path(args) -> int:
 
 
 def cmd_clang_flags(args) -> int:
-    from ..compiler import load_inlining_policy
+    from ..compiler import load_policy
     from ..compiler.plugin import clang_flags_string
 
     if args.model is not None:
-        load_inlining_policy(args.model, args.ir2vec_vocab)  # fail here, not in the middle of a build
+        load_policy(args.model, ir2vec_vocab=args.ir2vec_vocab)  # fail here, not in the middle of a build
     log = args.training_log
     if log is not None and os.path.isdir(log) and not log.endswith("/"):
         log += "/"  # an existing directory: one log per translation unit
