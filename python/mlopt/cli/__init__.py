@@ -21,7 +21,7 @@ EPILOG = """\
 examples:
   mlopt doctor                                  # what this installation has, per LLVM major
   mlopt log stats inline.log
-  opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-training-log=x.log \\
+  opt-19 -load-pass-plugin=$(mlopt plugin-path --llvm 19) -mlopt-inline-training-log=x.log \\
       -passes='default<Oz>' in.bc -o out.bc
   CFLAGS="-Oz $(mlopt clang-flags --training-log x.log)"
   mlopt compile corpus/ --model policy.so --threads 2
