@@ -1,11 +1,31 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a fresh Debian/Ubuntu machine: LLVM 19 and 22 from apt
-# (only when a tool is missing), then mlopt from this checkout with its test extras.
+# (only when a tool is missing), LLVM 19's private regalloc headers from its
+# apt-verified source package, then mlopt from this checkout with its test
+# extras, and `mlopt doctor` to show what was built.
+#
+#   bash ci/install.sh [COMMAND ARG...]
+#
+# Python: $PYTHON, else python3. An externally managed interpreter (PEP 668,
+# e.g. Debian's /usr/bin/python3) is not installed into: mlopt goes into the
+# virtual environment .venv of this checkout ($MLOPT_VENV), created with
+# python3-venv from apt when needed. COMMAND (e.g. `python3 -m mlopt demo`)
+# then runs in the directory it was called from with that environment first
+# on PATH, so the same two README commands work with any Python.
+# $MLOPT_EXTRAS: the extras to install (default "test"; empty for none).
 # Says what it is doing; each step's own output is kept short.
 set -euo pipefail
+caller="$PWD"
 cd "$(dirname "$0")/.."
 start=$SECONDS
 step() { echo "ci/install.sh [$((SECONDS - start))s]: $*"; }
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
+apt_install() {
+  step "installing from apt: $*"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
 
 # The LLVM majors mlopt builds for (python/mlopt/_native.py LLVM_MAJORS); 22
 # comes from Debian 12's security suite, which a stock sources.list has.
@@ -20,20 +40,68 @@ for major in $MAJORS; do
   done
 done
 if [ "${#packages[@]}" -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  step "installing from apt: ${packages[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+  apt_install "${packages[@]}"
 fi
 for major in $MAJORS; do
   step "LLVM $("llvm-config-$major" --version) installed"
 done
 
-PYTHON="${PYTHON:-python3}"
-step "building and installing mlopt[test] with $($PYTHON --version) (C++ core; pass plugin and engine per LLVM major: a few minutes)"
-"$PYTHON" -m pip install -q --disable-pip-version-check ".[test]"
+# LLVM 19's private regalloc headers (the build takes them from this cache;
+# fetched here so that what happens, or why not, shows: pip -q hides CMake).
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/mlopt/llvm-sources"
 for major in $MAJORS; do
-  step "LLVM $major: plugin $("$PYTHON" -m mlopt plugin-path --llvm "$major")"
+  [ "$major" = 19 ] || continue
+  err=$(mktemp)
+  if headers=$(python3 ci/llvm_private_headers.py --major "$major" --dest "$cache" 2>"$err"); then
+    sed 's/^/  /' "$err"
+    step "LLVM $major: private regalloc headers from its apt-verified source package: $headers"
+  else
+    sed 's/^/  /' "$err"
+    step "WARNING: LLVM $major will be built WITHOUT regalloc eviction (the reason is above)"
+  fi
+  rm -f "$err"
 done
-step "done: $("$PYTHON" -m mlopt --version)"
+
+PYTHON="${PYTHON:-python3}"
+venv=""
+if "$PYTHON" -c 'import os, sys, sysconfig
+marker = os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
+sys.exit(0 if sys.prefix == sys.base_prefix and os.path.exists(marker) else 1)'; then
+  venv="${MLOPT_VENV:-.venv}"
+  if [ ! -x "$venv/bin/python" ]; then
+    if ! "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; then
+      apt_install "python3-venv" "python$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-venv"
+    fi
+    step "$("$PYTHON" -c 'import sys; print(sys.executable)') is externally managed (PEP 668): creating the virtual environment $venv"
+    "$PYTHON" -m venv "$venv"
+  fi
+  PYTHON="$venv/bin/python"
+fi
+if ! "$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+  apt_install "python$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev"
+fi
+
+extras="${MLOPT_EXTRAS-test}"
+target="."
+[ -z "$extras" ] || target=".[$extras]"
+step "building and installing mlopt$([ -z "$extras" ] || echo "[$extras]") with $("$PYTHON" --version)${venv:+ in $venv} (C++ core; pass plugin and engine per LLVM major: a few minutes)"
+"$PYTHON" -m pip install -q --disable-pip-version-check "$target"
+step "mlopt doctor:"
+"$PYTHON" -m mlopt doctor | sed 's/^/  /'
+if [ -n "$venv" ]; then
+  step "done: $("$PYTHON" -m mlopt --version) in $venv; use it in a shell with: . $venv/bin/activate"
+  export VIRTUAL_ENV="$PWD/$venv"
+  export PATH="$PWD/$venv/bin:$PATH"
+else
+  step "done: $("$PYTHON" -m mlopt --version)"
+  # COMMAND's python3 is the interpreter mlopt went into (e.g. PYTHON=/some/venv/bin/python)
+  exe=$("$PYTHON" -c 'import sys; print(sys.executable)')
+  if [ "$(command -v python3 >/dev/null && python3 -c 'import sys; print(sys.executable)')" != "$exe" ]; then
+    export PATH="$(dirname "$exe"):$PATH"
+  fi
+fi
+if [ "$#" -gt 0 ]; then
+  cd "$caller"
+  step "running: $*"
+  exec "$@"
+fi

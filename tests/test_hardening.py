@@ -266,3 +266,11 @@ def test_undecodable_names_are_not_a_crash_of_the_reader(tmp_path):
     # the name with a replacement character instead of failing.
     assert mlopt.load_policy(path).kind == "tflite"
     assert "\\ufffd" in mlopt.policy.generate_source(path)
+
+
+@pytest.mark.parametrize("suffix", [".buckets", ".zscore"])
+def test_vocab_file_with_non_utf8_bytes_is_a_vocab_error(tmp_path, suffix):
+    """Found by fuzz/python_harness.py vocab: it raised UnicodeDecodeError."""
+    (tmp_path / f"a{suffix}").write_bytes(b"\xff2\n")
+    with pytest.raises(mlopt.VocabError, match=rf"a{re.escape(suffix)}:1: .*'\\\\xff2"):
+        mlopt.Vocab.load(tmp_path)

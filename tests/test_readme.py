@@ -25,11 +25,14 @@ def blocks(section: str) -> list[tuple[str, str]]:
 def test_readme_starts_with_the_two_setup_commands():
     first = re.search(r"^```sh\n(.*?)^```", README, re.S | re.M).group(1).strip().splitlines()
     assert len(first) == 2
-    assert first[0].startswith("bash ci/install.sh && python3 -m mlopt demo")
-    assert first[1].startswith("bash ci/install.sh && python3 -m pytest -q tests")
+    assert first[0].startswith("bash ci/install.sh python3 -m mlopt demo")
+    assert first[1].startswith("bash ci/install.sh python3 -m pytest -q tests")
     assert README.index(first[0]) < README.index("## ")
     # the CI entry point runs exactly the README's test command
-    assert "bash ci/install.sh && python3 -m pytest -q tests" in (ROOT / ".ci" / "run").read_text()
+    run = (ROOT / ".ci" / "run").read_text()
+    assert "\nbash ci/install.sh python3 -m pytest -q tests\n" in run
+    # and the install with Debian's externally managed Python (PEP 668), one command from its environment
+    assert "\nPYTHON=/usr/bin/python3 MLOPT_EXTRAS= bash ci/install.sh mlopt doctor --strict\n" in run
 
 
 @pytest.mark.llvm

@@ -1,4 +1,4 @@
-"""mlopt: machine-learned compiler optimization policies (MLGO) for stock LLVM 19.
+"""mlopt: machine-learned compiler optimization policies (MLGO) for stock LLVM 19 and 22.
 
 The log API needs no LLVM::
 
@@ -6,7 +6,7 @@ The log API needs no LLVM::
     log = mlopt.read_log("inline.log")
     log["callee_users"]          # one contiguous ndarray [n_observations, 1]
 
-The in-process compiler (LLVM 19's optimizer and codegen, no subprocess)::
+The in-process compiler (LLVM 19's or 22's optimizer and codegen, no subprocess)::
 
     r = mlopt.compile(mlopt.Module("x.bc"), policy=mlopt.load_policy("p.so"))
     r.text_size, r.decisions, r.log
@@ -29,11 +29,11 @@ _HOMES = {
         "MloptWarning", "TruncatedLogWarning"),
     "mlopt.log": ("Log", "LogHeader", "LogStream", "LogView", "LogWriter", "Observation", "TensorSpec", "read_log"),
     "mlopt.policy": ("LoadedPolicy", "MLPPolicy", "Vocab", "compile_policy"),  # problem-neutral
-    "mlopt.problems": ("Problem", "load_policy"),
+    "mlopt.problems": ("Problem",),
     "mlopt.problems.inlining": ("InlinePolicy",),
     "mlopt.corpus": ("Module", "load_corpus"),
     "mlopt.compiler": ("AllocationResult", "CompileResult", "allocate", "allocate_many", "call_site_costs",
-                       "compile", "compile_many", "function_properties", "inline_features"),
+                       "compile", "compile_many", "function_properties", "inline_features", "load_policy"),
 }
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names}
 _SUBPACKAGES = ("cli", "compiler", "corpus", "errors", "log", "policy", "problems", "tflite")

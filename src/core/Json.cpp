@@ -130,6 +130,30 @@ std::string fixUTF8(std::string_view S) {
   return Out;
 }
 
+std::string escapeNonUTF8(std::string_view S) {
+  if (isUTF8(S))
+    return std::string(S);
+  static const char Hex[] = "0123456789abcdef";
+  std::string Out;
+  Out.reserve(S.size() + 16);
+  const auto *P = reinterpret_cast<const unsigned char *>(S.data());
+  size_t N = S.size(), I = 0;
+  while (I < N) {
+    size_t Sub;
+    size_t L = utf8SequenceLength(P + I, N - I, &Sub);
+    if (L) {
+      Out.append(S.data() + I, L);
+      I += L;
+    } else {
+      Out += "\\x";
+      Out += Hex[P[I] >> 4];
+      Out += Hex[P[I] & 15];
+      ++I;
+    }
+  }
+  return Out;
+}
+
 void appendQuoted(std::string &Out, std::string_view In) {
   std::string Fixed;
   if (!isUTF8(In)) {

@@ -80,6 +80,11 @@ bool isUTF8(std::string_view S);
 /// Replaces each maximal ill-formed subpart of S with U+FFFD.
 std::string fixUTF8(std::string_view S);
 
+/// S with every byte that is not part of well-formed UTF-8 written as the
+/// four characters \xNN (so that a message quoting input is valid UTF-8
+/// and still shows the bytes); S itself when it is valid UTF-8.
+std::string escapeNonUTF8(std::string_view S);
+
 /// Appends S as a quoted JSON string with LLVM's escaping rules.
 void appendQuoted(std::string &Out, std::string_view S);
 

@@ -254,12 +254,12 @@ NB_MODULE(_core, m) {
                          "as LLVM's TensorSpec.")
       .def(
           "__init__",
-          [](TensorSpec *Self, const std::string &Name, nb::handle Type, std::vector<int64_t> Shape,
+          [](TensorSpec *Self, nb::handle Name, nb::handle Type, std::vector<int64_t> Shape,
              int Port) {
-            new (Self) TensorSpec(Name, typeFromObject(Type), std::move(Shape), Port);
+            new (Self) TensorSpec(nameBytes(Name), typeFromObject(Type), std::move(Shape), Port);
           },
           "name"_a, "type"_a, "shape"_a = std::vector<int64_t>{1}, "port"_a = 0)
-      .def_prop_ro("name", &TensorSpec::name)
+      .def_prop_ro("name", [](const TensorSpec &S) { return decodeName(S.name()); })
       .def_prop_ro("port", &TensorSpec::port)
       .def_prop_ro("type", [](const TensorSpec &S) { return tensorTypeName(S.type()); })
       .def_prop_ro("shape",
@@ -273,8 +273,9 @@ NB_MODULE(_core, m) {
       .def_prop_ro("element_size", &TensorSpec::elementByteSize)
       .def_prop_ro("byte_size", &TensorSpec::byteSize)
       .def_prop_ro("dtype", [](const TensorSpec &S) { return numpyDtype(S.type()); })
-      .def("to_json", &TensorSpec::toJSON,
-           "LLVM's compact JSON form: keys name, type, port, shape.")
+      .def(
+          "to_json", [](const TensorSpec &S) { return decodeName(S.toJSON()); },
+          "LLVM's compact JSON form: keys name, type, port, shape.")
       .def_static(
           "from_json",
           [](nb::handle J) {
@@ -294,19 +295,19 @@ NB_MODULE(_core, m) {
           },
           "json"_a, "Parses a spec from a JSON string or a dict.")
       .def("renamed",
-           [](const TensorSpec &S, const std::string &Name) { return TensorSpec(Name, S); })
+           [](const TensorSpec &S, nb::handle Name) { return TensorSpec(nameBytes(Name), S); })
       .def("__eq__",
            [](const TensorSpec &A, nb::handle B) {
              return nb::isinstance<TensorSpec>(B) && A == nb::cast<TensorSpec>(B);
            })
-      .def("__hash__", [](const TensorSpec &S) { return nb::hash(nb::str(S.toJSON().c_str())); })
-      .def("__getstate__", &TensorSpec::toJSON)
+      .def("__hash__", [](const TensorSpec &S) { return nb::hash(decodeName(S.toJSON())); })
+      .def("__getstate__", [](const TensorSpec &S) { return decodeName(S.toJSON()); })
       .def("__setstate__",
-           [](TensorSpec *Self, const std::string &J) {
-             new (Self) TensorSpec(TensorSpec::fromJSON(json::parse(J)));
+           [](TensorSpec *Self, nb::handle J) {
+             new (Self) TensorSpec(TensorSpec::fromJSON(json::parse(nameBytes(J))));
            })
       .def("__repr__", [](const TensorSpec &S) {
-        std::string R = "TensorSpec(" + nb::cast<std::string>(nb::repr(nb::str(S.name().c_str()))) +
+        std::string R = "TensorSpec(" + nb::cast<std::string>(nb::repr(decodeName(S.name()))) +
                         ", '" + tensorTypeName(S.type()) + "', [";
         for (size_t I = 0; I < S.shape().size(); ++I)
           R += (I ? ", " : "") + std::to_string(S.shape()[I]);
@@ -359,9 +360,9 @@ NB_MODULE(_core, m) {
               Views.push_back(std::make_unique<BufferView>(Columns[I]));
               size_t Need = N * W.features()[I].byteSize();
               if (Views.back()->size() != Need)
-                throw nb::value_error(("column '" + W.features()[I].name() + "' holds " +
-                                       std::to_string(Views.back()->size()) + " bytes, expected " +
-                                       std::to_string(Need))
+                throw nb::value_error(("column '" + json::escapeNonUTF8(W.features()[I].name()) +
+                                       "' holds " + std::to_string(Views.back()->size()) +
+                                       " bytes, expected " + std::to_string(Need))
                                           .c_str());
               Ptrs.push_back(Views.back()->data());
             }
@@ -498,8 +499,8 @@ NB_MODULE(_core, m) {
                                         .c_str());
             for (size_t I = 0; I < Columns.size(); ++I)
               if (Columns[I].shape(0) != N || Columns[I].shape(1) != Features[I].byteSize())
-                throw nb::value_error(("feature '" + Features[I].name() + "': expected [" +
-                                       std::to_string(N) + ", " +
+                throw nb::value_error(("feature '" + json::escapeNonUTF8(Features[I].name()) +
+                                       "': expected [" + std::to_string(N) + ", " +
                                        std::to_string(Features[I].byteSize()) + "] bytes")
                                           .c_str());
             const TensorSpec &Decision = Pool.decisionSpec();

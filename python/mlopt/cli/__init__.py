@@ -12,15 +12,16 @@ import argparse
 import sys
 
 from . import compile as compile_cmd
-from . import corpus, demo, log, plugin, policy, rollouts, train, vocab
+from . import corpus, demo, doctor, log, plugin, policy, rollouts, train, vocab
 from ._common import run
 
-GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts, train, demo)
+GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts, train, demo, doctor)
 
 EPILOG = """\
 examples:
+  mlopt doctor                                  # what this installation has, per LLVM major
   mlopt log stats inline.log
-  opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-training-log=x.log \\
+  opt-19 -load-pass-plugin=$(mlopt plugin-path --llvm 19) -mlopt-inline-training-log=x.log \\
       -passes='default<Oz>' in.bc -o out.bc
   CFLAGS="-Oz $(mlopt clang-flags --training-log x.log)"
   mlopt compile corpus/ --model policy.so --threads 2
@@ -49,7 +50,7 @@ class _VersionAction(argparse.Action):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mlopt",
-        description="Machine-learned compiler optimization policies (MLGO) for stock LLVM 19.",
+        description="Machine-learned compiler optimization policies (MLGO) for stock LLVM 19 and 22.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -31,9 +31,9 @@ def cmd_compile(args) -> int:
     for m in modules:
         for note in m.notes:
             print(f"mlopt: note: {note}", file=sys.stderr)
-    from ..compiler import load_inlining_policy
+    from ..compiler import load_policy
 
-    policy = load_inlining_policy(args.model, args.ir2vec_vocab) if args.model else None
+    policy = load_policy(args.model, ir2vec_vocab=args.ir2vec_vocab) if args.model else None
     log_paths = []
     if args.log_dir:
         os.makedirs(args.log_dir, exist_ok=True)

@@ -16,11 +16,11 @@ def cmd_plugin_path(args) -> int:
 
 
 def cmd_clang_flags(args) -> int:
-    from ..compiler import load_inlining_policy
+    from ..compiler import load_policy
     from ..compiler.plugin import clang_flags_string
 
     if args.model is not None:
-        load_inlining_policy(args.model, args.ir2vec_vocab)  # fail here, not in the middle of a build
+        load_policy(args.model, ir2vec_vocab=args.ir2vec_vocab)  # fail here, not in the middle of a build
     log = args.training_log
     if log is not None and os.path.isdir(log) and not log.endswith("/"):
         log += "/"  # an existing directory: one log per translation unit
@@ -31,15 +31,16 @@ def cmd_clang_flags(args) -> int:
 
 def register(sub) -> None:
     path = add_command(sub, "plugin-path", "print the absolute path of the pass plugin",
-                       ["opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-training-log=x.log "
+                       ["opt-19 -load-pass-plugin=$(mlopt plugin-path --llvm 19) -mlopt-inline-training-log=x.log "
                         "-passes='default<Oz>' in.bc -o out.bc",
                         "opt-22 -load-pass-plugin=$(mlopt plugin-path --llvm 22) -passes='default<Oz>' a.bc -o b.bc"])
     path.set_defaults(func=cmd_plugin_path)
 
     flags = add_command(sub, "clang-flags", "print clang flags that load the plugin",
-                        ["clang-19 -Oz $(mlopt clang-flags --training-log x.log) -c a.c",
-                         'make CFLAGS="-Oz $(mlopt clang-flags --training-log logs/)"   # logs/src_a.c.log, ...',
-                         "clang-19 -Oz $(mlopt clang-flags --model policy_dir) -c a.c",
+                        ["clang-19 -Oz $(mlopt clang-flags --llvm 19 --training-log x.log) -c a.c",
+                         'make CC=clang-19 CFLAGS="-Oz $(mlopt clang-flags --llvm 19 --training-log logs/)"'
+                         "   # logs/src_a.c.log, ...",
+                         "clang-19 -Oz $(mlopt clang-flags --llvm 19 --model policy_dir) -c a.c",
                          "clang-22 -Oz $(mlopt clang-flags --llvm 22 --model policy.so) -c a.c",
                          "clang-22 -Oz $(mlopt clang-flags --llvm 22 --ir2vec-vocab v.json --training-log l/) -c a.c"])
     flags.add_argument("--training-log", metavar="PATH",

@@ -98,7 +98,7 @@ def register(sub) -> None:
 
     comp = add_command(policy_sub, "compile", "compile a .tflite policy into a shared object (no LiteRT at run time)",
                        ["mlopt policy compile model/ -o policy.so",
-                        "opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-model=policy.so ..."])
+                        "opt-19 -load-pass-plugin=$(mlopt plugin-path --llvm 19) -mlopt-inline-model=policy.so ..."])
     comp.add_argument("model", help=".tflite file or model directory")
     comp.add_argument("-o", "--output", required=True, metavar="SO",
                       help="the .so to write (missing directories are created)")

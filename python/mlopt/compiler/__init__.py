@@ -11,11 +11,11 @@ from .compile import (
     compile_many,
     inlining_problem,
     largest_first,
-    load_inlining_policy,
+    load_policy,
 )
 from .plugin import clang_flags, clang_flags_string, opt_flags, plugin_path
 
 __all__ = ["AllocationResult", "CompileResult", "TextSizeCache", "allocate", "allocate_many", "call_site_costs",
            "clang_flags", "clang_flags_string", "compile", "compile_many", "function_properties", "inline_features",
-           "inlining_problem", "largest_first", "load_inlining_policy", "opt_flags", "plugin_path",
+           "inlining_problem", "largest_first", "load_policy", "opt_flags", "plugin_path",
            "regalloc_supported"]

@@ -6,9 +6,14 @@ inside Python, with the plugin's inline advisor and policy runners.
     r = mlopt.compile(m, policy=mlopt.load_policy("policy.so"))
     r.text_size, r.decisions, r.log["callee_users"]
 
-``compile`` does what ``opt-19 -passes=<pipeline>`` followed by ``llc-19
--filetype=obj`` does (same object bytes), without processes, files or
-pipes. The GIL is released while LLVM runs, so ``compile_many(...,
+``compile`` compiles a module the way its compile command says clang
+compiles it (``Module.from_corpus``: the ``.cmd``'s -O level, target,
+relocation model and vectorizers); a module without one is compiled as
+``clang-N -Oz -c`` compiles by default (``default<Oz>``, codegen -O2,
+position-independent code on Linux, SLP vectorizer on; ``Module.notes``
+says so). With the same settings its object bytes are those of ``opt-N
+-passes=<pipeline>`` followed by ``llc-N -filetype=obj`` of the module's
+LLVM major N (19 or 22), without processes, files or pipes. The GIL is released while LLVM runs, so ``compile_many(...,
 threads=N)`` compiles N modules at once; each compile has its own
 LLVMContext and gives the same bytes as a sequential run.
 """
@@ -27,7 +32,8 @@ from ..corpus import CODEGEN_LEVEL, Module
 from ..errors import PolicyError
 from ..log import Log, read_log
 from ..policy import LoadedPolicy, MLPPolicy
-from ..problems import inlining, load_policy
+from ..problems import inlining
+from ..problems import load_policy as load_problem_policy
 
 PathLike = str | os.PathLike
 
@@ -90,7 +96,7 @@ def _resolve_policy(policy, vocab: str = ""):
     if policy is None:
         return None, None
     if isinstance(policy, (str, os.PathLike)):
-        policy = load_inlining_policy(policy, vocab)
+        policy = load_policy(policy, ir2vec_vocab=vocab)
     if isinstance(policy, LoadedPolicy):
         _check_problem(policy, vocab)
         return policy.pool, None
@@ -103,14 +109,22 @@ def _resolve_policy(policy, vocab: str = ""):
                     f"not {type(policy).__name__}")
 
 
-def load_inlining_policy(path: PathLike, ir2vec_vocab: PathLike | None = None) -> LoadedPolicy:
-    """:func:`mlopt.load_policy` for the inlining problem a compile with this
-    IR2Vec vocabulary (or none) poses; a policy that takes embeddings,
-    loaded without a vocabulary, says so."""
+def load_policy(path: PathLike, problem=None, *, ir2vec_vocab: PathLike | None = None, **kwargs) -> LoadedPolicy:
+    """The one public way to load a policy (``mlopt.load_policy``): a
+    ``.tflite`` file, a model directory (``model.tflite`` +
+    ``output_spec.json``) or an AOT-compiled ``.so``, for ``problem`` (a
+    name or :class:`mlopt.problems.Problem`; default: the inlining problem a
+    compile with ``ir2vec_vocab``, or none, poses). A policy that takes IR2Vec
+    embeddings, loaded without a vocabulary, says so. ``kwargs``:
+    ``feed_prefix``, ``litert_library`` (:class:`mlopt.policy.LoadedPolicy`).
+    Below the compiler layer, :func:`mlopt.problems.load_policy` does the
+    same for a given problem (no IR2Vec vocabulary)."""
+    if problem is not None and ir2vec_vocab:
+        raise TypeError("load_policy: give a problem or an ir2vec_vocab, not both (the vocabulary sets the problem)")
     try:
-        return load_policy(path, inlining_problem(ir2vec_vocab))
+        return load_problem_policy(path, problem if problem is not None else inlining_problem(ir2vec_vocab), **kwargs)
     except PolicyError as e:
-        if not ir2vec_vocab and any(f"{name}:0'" in str(e) for name in inlining.EMBEDDINGS):
+        if problem is None and not ir2vec_vocab and any(f"{name}:0'" in str(e) for name in inlining.EMBEDDINGS):
             raise PolicyError(f"{e} (the policy takes IR2Vec embeddings: give an IR2Vec vocabulary, "
                               "--ir2vec-vocab / ir2vec_vocab=, on LLVM 22)") from None
         raise

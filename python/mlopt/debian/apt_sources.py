@@ -13,6 +13,7 @@ loads it by path at build time, before mlopt is installed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -266,3 +267,83 @@ def download_source(package: str, version: str, dest: str | os.PathLike, *, unpa
             raise AptSourceError(f"apt-get source {package}={version}: no unpacked tree in {dest}")
         tree = dirs[0]
     return tree
+
+
+@dataclass(frozen=True)
+class IndexedFile:
+    """One file of a source package as apt's signed Sources index lists it."""
+
+    name: str
+    size: int
+    sha256: str
+
+
+def index_files(package: str, version: str) -> dict[str, IndexedFile]:
+    """The files (``.dsc`` and tarballs) of source package ``package=version``
+    with the size and SHA-256 that apt's signed Sources index gives them
+    (``apt-get source --print-uris``: nothing is downloaded)."""
+    out = _run(["apt-get", "source", "-qq", "--print-uris", f"{package}={version}"],
+               f"looking up {package}={version} in apt's Sources index")
+    files = {}
+    for m in re.finditer(r"^'[^']*' (\S+) (\d+) SHA256:([0-9a-f]{64})$", out, re.M):
+        files[m.group(1)] = IndexedFile(m.group(1), int(m.group(2)), m.group(3))
+    if not any(name.endswith(".dsc") for name in files):
+        raise AptSourceError(f"apt's Sources index gives no SHA-256 .dsc for {package}={version}")
+    return files
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def dsc_checksums(dsc_text: str) -> dict[str, tuple[int, str]]:
+    """``{file name: (size, sha256)}`` of a ``.dsc``'s Checksums-Sha256 field."""
+    m = re.search(r"^Checksums-Sha256:[ \t]*\n((?:[ \t]+\S.*\n?)+)", dsc_text, re.M)
+    if not m:
+        return {}
+    out = {}
+    for line in m.group(1).splitlines():
+        parts = line.split()
+        if len(parts) == 3 and re.fullmatch(r"[0-9a-f]{64}", parts[0]) and parts[1].isdigit():
+            out[parts[2]] = (int(parts[1]), parts[0])
+    return out
+
+
+def verify_source_files(directory: str | os.PathLike, index: dict[str, IndexedFile]) -> dict[str, Path]:
+    """Checks the downloaded source package in ``directory`` against apt's
+    signed index (``index_files``) and its ``.dsc``: the ``.dsc`` must have
+    the index's SHA-256, every file it lists the ``.dsc``'s (and the
+    index's) size and SHA-256. Returns ``{name: path}`` of the verified
+    files; raises AptSourceError naming the first file that does not match."""
+    directory = Path(directory)
+    dscs = [f for f in index.values() if f.name.endswith(".dsc")]
+    if len(dscs) != 1:
+        raise AptSourceError(f"apt's index lists {len(dscs)} .dsc files, expected one")
+    dsc = dscs[0]
+    dsc_path = directory / dsc.name
+    if not dsc_path.is_file():
+        raise AptSourceError(f"{dsc_path} is missing")
+    digest = _sha256(dsc_path)
+    if digest != dsc.sha256:
+        raise AptSourceError(f"{dsc_path}: SHA-256 {digest} is not the {dsc.sha256} of apt's signed Sources index "
+                             "(tampered or corrupted; refusing it)")
+    listed = dsc_checksums(dsc_path.read_text(errors="replace"))
+    if not listed:
+        raise AptSourceError(f"{dsc_path} has no Checksums-Sha256 field")
+    verified = {dsc.name: dsc_path}
+    for name, (size, sha) in sorted(listed.items()):
+        path = directory / name
+        indexed = index.get(name)
+        if indexed is not None and (indexed.size, indexed.sha256) != (size, sha):
+            raise AptSourceError(f"{dsc_path} and apt's index disagree on {name} (refusing it)")
+        if not path.is_file():
+            raise AptSourceError(f"{path} is missing (listed in {dsc.name})")
+        if path.stat().st_size != size or _sha256(path) != sha:
+            raise AptSourceError(f"{path}: size or SHA-256 is not the one {dsc.name} gives "
+                                 "(tampered or corrupted; refusing it)")
+        verified[name] = path
+    return verified

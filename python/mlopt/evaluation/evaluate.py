@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..compiler import load_inlining_policy
+from ..compiler import load_policy
 from ..corpus import corpus_entries
 from ..errors import CorpusError
 from ..rollouts import RolloutTask, failures_of, run_rollout, run_rollouts, trace_corpus
@@ -34,7 +34,7 @@ def evaluate(policy: str | os.PathLike, corpus: str | os.PathLike, *, workers: i
     """Per-module ``.text`` of ``policy`` and of the heuristic on ``corpus``.
     The policy is checked here first (a bad file fails before any work)."""
     policy = os.fspath(Path(policy).resolve())
-    load_inlining_policy(policy, default_ir2vec_vocab() or None)
+    load_policy(policy, ir2vec_vocab=default_ir2vec_vocab() or None)
     baseline = trace_corpus(corpus, workers=workers, ray=ray, timeout=timeout, pool=pool, quiet=quiet)
     base = {m: int(s) for m, s in zip(baseline.modules, baseline.text_size)}
     entries = [e for e in corpus_entries(corpus) if e.name in base]

@@ -132,7 +132,7 @@ class Vocab:
             if not path.exists():
                 raise VocabError(f"{path}: missing (vocab needs one .buckets file per feature)")
             values = []
-            for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            for lineno, line in enumerate(_lines(path), 1):
                 if not line.strip():
                     continue
                 try:
@@ -222,9 +222,15 @@ def z_score(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, std
 
 
+def _lines(path: Path) -> list[str]:
+    """The lines of a vocab file; bytes that are not UTF-8 (never part of a
+    number) show as \\xNN in the error that names them."""
+    return path.read_bytes().decode("utf-8", "backslashreplace").splitlines()
+
+
 def _read_zscore(path: Path) -> tuple[list[float], list[float]]:
     means, stds = [], []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+    for lineno, line in enumerate(_lines(path), 1):
         if not line.strip():
             continue
         parts = line.split()

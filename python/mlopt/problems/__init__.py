@@ -7,7 +7,8 @@ is specific to it (its feature helpers).
 Generic code takes a Problem or its name::
 
     mlopt.problems.get("inlining").feature_names
-    mlopt.problems.load_policy("policy.so")            # the inlining problem by default
+    mlopt.problems.load_policy("policy.so", "regalloc")  # the problem layer of mlopt.load_policy
+    mlopt.problems.load_weights("policy.npz")            # a trainable network's saved weights (not a runtime policy)
 
 Adding a problem: a package ``problems/<name>/`` and one line in ``_PACKAGES``.
 A problem family with a parameter (``inlining-ir2vec:75``: the IR2Vec

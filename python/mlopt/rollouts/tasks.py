@@ -69,12 +69,12 @@ def _policy(path: str | None, vocab: str, problem: str = "inlining"):
     st = os.stat(path)
     key = (path, st.st_mtime_ns, st.st_size, vocab, problem)
     if key not in _POLICIES:
-        from ..compiler import load_inlining_policy
-        from ..problems import get, load_policy
+        from ..compiler import load_policy
+        from ..problems import get
 
         if len(_POLICIES) >= 64:  # ES writes new policies every iteration
             _POLICIES.clear()
-        _POLICIES[key] = (load_inlining_policy(path, vocab) if get(problem).objective == "text_size"
+        _POLICIES[key] = (load_policy(path, ir2vec_vocab=vocab) if get(problem).objective == "text_size"
                           else load_policy(path, problem))
     return _POLICIES[key]
 
