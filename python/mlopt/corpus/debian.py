@@ -430,7 +430,8 @@ def shipped_module(name: str) -> bool:
 
 
 def _skipped(rel: Path) -> bool:
-    return rel.parts[0] == "debian" or not shipped_module(rel.as_posix())
+    # Out-of-tree builds under debian/ (debian/build, debian/normal-build) count.
+    return rel.parts[:2] == ("debian", "tmp") or not shipped_module(rel.as_posix())
 
 
 def _package_objects(tree: Path) -> list[ObjectRef]:
