@@ -106,20 +106,20 @@ def test_deb_src_entries_derived_from_apt_configuration(tmp_path):
     etc = tmp_path / "apt"
     (etc / "sources.list.d").mkdir(parents=True)
     (etc / "sources.list").write_text(
-        "deb [arch=amd64 signed-by=/k/a.gpg] http://mirror.example/debian bookworm main contrib # c\n"
-        "deb http://mirror.example/debian bookworm-updates main\n"
-        "deb-src http://mirror.example/debian bookworm-updates main\n"
-        "deb [trusted=yes] http://unsigned.example/x stable main\n")
+        "deb [arch=amd64 signed-by=/k/a.gpg] file:/srv/mirror/debian bookworm main contrib # c\n"
+        "deb file:/srv/mirror/debian bookworm-updates main\n"
+        "deb-src file:/srv/mirror/debian bookworm-updates main\n"
+        "deb [trusted=yes] file:/srv/unsigned/x stable main\n")
     (etc / "sources.list.d" / "sec.sources").write_text(
-        "Types: deb\nURIs: http://sec.example/debian-security\nSuites: bookworm-security\nComponents: main\n"
-        "Signed-By: /k/b.gpg\n\nTypes: deb\nEnabled: no\nURIs: http://off.example/\nSuites: x\nComponents: y\n")
+        "Types: deb\nURIs: file:/srv/sec/debian-security\nSuites: bookworm-security\nComponents: main\n"
+        "Signed-By: /k/b.gpg\n\nTypes: deb\nEnabled: no\nURIs: file:/srv/off/\nSuites: x\nComponents: y\n")
     missing = missing_deb_src(read_entries(etc))
     assert [(e.uri, e.suite, e.components) for e in missing] == [
-        ("http://mirror.example/debian", "bookworm", ("main", "contrib")),
-        ("http://sec.example/debian-security", "bookworm-security", ("main",))]
+        ("file:/srv/mirror/debian", "bookworm", ("main", "contrib")),
+        ("file:/srv/sec/debian-security", "bookworm-security", ("main",))]
     text = deb822(missing)
     assert "Signed-By: /k/a.gpg" in text and "Signed-By: /k/b.gpg" in text
-    assert "unsigned.example" not in text and "arch" not in text.lower().replace("archive", "")
+    assert "unsigned" not in text and "arch" not in text.lower().replace("archive", "")
     (etc / "sources.list.d" / "mlopt-deb-src.sources").write_text(text)
     assert missing_deb_src(read_entries(etc)) == []  # written once, then complete
 
