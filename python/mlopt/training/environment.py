@@ -58,13 +58,14 @@ class CompilerEnvironment:
         self.problem = problem
         self.pool = pool
         self._calls = 0
+        self.failures: list[tuple[str, str]] = []  # (module, reason) of the last call's failed rollouts
 
     def _name(self, tag: str) -> str:
         self._calls += 1
         return f"{tag}{self._calls}"
 
     def costs(self, policies, items, work: Path) -> list[float | None]:
-        from .validation import costs_of
+        from ..rollouts import RolloutTask, failures_of, run_rollouts
 
         work.mkdir(parents=True, exist_ok=True)
         stem = self._name("c")
@@ -73,11 +74,14 @@ class CompilerEnvironment:
             path = work / f"{stem}-{i}.tflite"
             path.write_bytes(policy.to_tflite())
             paths.append(str(path))
-        return costs_of([(paths[i], e) for i, e in items], self.problem.name, pool=self.pool)
+        tasks = [RolloutTask(e, paths[i], problem=self.problem.name) for i, e in items]
+        results = run_rollouts(tasks, pool=self.pool, quiet=True)
+        self.failures = failures_of(tasks, results)
+        return [r.value.cost if r.ok else None for r in results]
 
     def trajectories(self, policy, items, work: Path) -> list[Trajectory | None]:
         from ..log import read_log
-        from ..rollouts import RolloutTask, run_rollouts
+        from ..rollouts import RolloutTask, failures_of, run_rollouts
 
         work.mkdir(parents=True, exist_ok=True)
         path = work / f"{self._name('s')}.npz"
@@ -85,6 +89,7 @@ class CompilerEnvironment:
         tasks = [RolloutTask(e, str(path), log=True, problem=self.problem.name, sample_seed=int(seed))
                  for e, seed in items]
         results = run_rollouts(tasks, pool=self.pool, quiet=True)
+        self.failures = failures_of(tasks, results)
         out = []
         for r in results:
             if not r.ok:
@@ -94,6 +99,12 @@ class CompilerEnvironment:
             else:
                 out.append(Trajectory(r.value.cost, read_log(r.value.log_bytes)))
         return out
+
+
+def first_failure(env) -> str:
+    """'' or '; first: <module>: <reason>' from an environment's last call."""
+    failures = getattr(env, "failures", None)
+    return f"; first: {failures[0][0]}: {failures[0][1]}" if failures else ""
 
 
 def rollout_seed(seed: int, iteration: int, index: int) -> int:

@@ -51,7 +51,7 @@ import numpy as np
 from ..errors import MloptError
 from ..policy import MLPPolicy
 from ..rollouts.sampler import SizeStratifiedSampler
-from .environment import CompilerEnvironment, total_delta_percent
+from .environment import CompilerEnvironment, first_failure, total_delta_percent
 from .mlp_train import Adam
 
 
@@ -209,7 +209,7 @@ class ESTrainer:
                          np.float64).reshape(len(candidates), len(chosen))
         ok = ~np.isnan(costs).any(axis=0)  # modules every candidate compiled
         if not ok.any():
-            raise MloptError(f"iteration {i}: no module compiled for every candidate")
+            raise MloptError(f"iteration {i}: no module compiled for every candidate" + first_failure(self.env))
         base = np.array([self.baseline[e.name] for e in chosen], np.float64)[ok]
         deltas = 100.0 * (costs[:, ok].sum(axis=1) - base.sum()) / base.sum()  # per candidate, - = smaller
         shaped = shape_values(-deltas, cfg.shaping).reshape(self.pairs, 2)

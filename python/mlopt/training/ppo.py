@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import MloptError
 from ..policy import MLPPolicy
 from ..rollouts.sampler import SizeStratifiedSampler
-from .environment import CompilerEnvironment, rollout_seed, total_delta_percent
+from .environment import CompilerEnvironment, first_failure, rollout_seed, total_delta_percent
 from .es import flatten, unflatten
 from .mlp_train import Adam, backward, forward
 
@@ -234,7 +234,7 @@ class PPOTrainer:
             rewards[k] = 1.0 - (t.cost + cfg.delta) / (avg + cfg.delta)
             self.average[e.name] = cfg.decay * avg + (1 - cfg.decay) * float(t.cost)
         if not rewards:
-            raise MloptError(f"iteration {i}: no module compiled")
+            raise MloptError(f"iteration {i}: no module compiled" + first_failure(self.env))
         train_delta = total_delta_percent([None if t is None else t.cost for t in trajectories],
                                           [self.baseline[e.name] for e in entries])
         r = np.array(list(rewards.values()))
