@@ -9,6 +9,7 @@ of each trainer is deterministic per seed on 1 and 2 workers."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -82,3 +83,48 @@ def test_default_pairs_grow_with_the_network_and_ranks_share_ties():
     assert shape_values(np.array([3.0, 1.0, 1.0, 7.0]), "rank") == pytest.approx([1 / 6, -1 / 3, -1 / 3, 0.5])
     # one huge outlier moves its own rank only
     assert shape_values(np.array([0.0, 1.0, 2.0, 1e9]), "rank") == pytest.approx([-0.5, -1 / 6, 1 / 6, 0.5])
+
+
+@pytest.fixture(scope="module")
+def real_setup(mini_corpus):
+    from mlopt.corpus import corpus_entries
+    from mlopt.problems import inlining
+    from mlopt.rollouts import trace_corpus
+    from mlopt.training import train_bc
+
+    ds = trace_corpus(mini_corpus, use_cache=False, workers=2, quiet=True)
+    bc = train_bc(ds, inlining.PROBLEM, epochs=3, hidden=(8,), heldout_fraction=0.0)
+    baseline = {m: int(s) for m, s in zip(ds.modules, ds.text_size)}
+    entries = [e for e in corpus_entries(mini_corpus) if e.name in baseline]
+    return bc.policy, entries[:3], entries[3:5], baseline
+
+
+@pytest.mark.llvm
+@pytest.mark.parametrize("kind", ["es", "ppo"])
+def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path, kind):
+    from mlopt.workers import make_pool
+
+    policy, train, validation, baseline = real_setup
+    out = {}
+    for workers in (1, 2):
+        run = tmp_path / f"w{workers}"
+        run.mkdir()
+        with make_pool(workers) as pool:
+            if kind == "es":
+                cfg = ESConfig(iterations=1, perturbations=3, modules_per_perturbation=3, sigma=2.0, seed=5)
+                trainer = ESTrainer(policy, train, baseline, run, cfg, validation=validation, pool=pool)
+            else:
+                cfg = PPOConfig(iterations=1, modules=3, lr=1e-2, temperature=3.0, seed=5)
+                trainer = PPOTrainer(policy, train, baseline, run, cfg, validation=validation, pool=pool)
+            trainer.run()
+        lines = [json.loads(s) for s in (run / "metrics.jsonl").read_text().splitlines()]
+        rate = "evaluations_per_s" if kind == "es" else "rollouts_per_s"
+        out[workers] = (trainer.theta.tobytes(), [{k: v for k, v in m.items() if k != rate} for m in lines])
+    assert out[1] == out[2]
+    m = out[1][1][1]
+    moved = out[1][0] != ESTrainer(policy, train, baseline, tmp_path, ESConfig()).theta.tobytes()
+    # ES moves exactly when its candidates differ (all tied: every rank equal, no gradient); PPO always
+    assert moved == (kind == "ppo" or m["candidate_delta_std"] > 0)
+    assert m["failed_modules"] == 0 and m["validation_delta_percent"] is not None
+    if kind == "ppo":
+        assert m["rows"] > 0 and m["modules"] == 3
