@@ -128,3 +128,63 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
     assert m["failed_modules"] == 0 and m["validation_delta_percent"] is not None
     if kind == "ppo":
         assert m["rows"] > 0 and m["modules"] == 3
+
+
+@pytest.mark.parametrize("kind", ["es", "ppo"])
+def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
+    def run(path, iterations, resume):
+        path.mkdir(exist_ok=True)
+        env = synthetic.SyntheticEnvironment()
+        start = synthetic.warm_start(TRAIN, epochs=3)
+        if kind == "es":
+            t = ESTrainer(start, TRAIN, _baseline(), path, ESConfig(iterations=iterations, seed=4),
+                          validation=VALIDATION, env=env)
+        else:
+            t = PPOTrainer(start, TRAIN, _baseline(), path, PPOConfig(iterations=iterations, modules=8, seed=4),
+                           validation=VALIDATION, env=env)
+        if resume:
+            assert t.resume()
+        t.run()
+        return t
+
+    straight = run(tmp_path / "a", 4, False)
+    run(tmp_path / "b", 2, False)
+    resumed = run(tmp_path / "b", 4, True)
+    assert resumed.theta.tobytes() == straight.theta.tobytes() and resumed.best == straight.best
+    best = [(tmp_path / side / "best" / "policy.npz").read_bytes() for side in "ab"]
+    assert best[0] == best[1]
+
+
+def test_run_directory_resume_force_or_neither(tmp_path):
+    from argparse import Namespace
+
+    from mlopt.cli._common import UsageError
+    from mlopt.cli.train import _start_run
+
+    out = tmp_path / "run"
+    with pytest.raises(UsageError, match="nothing to resume"):
+        _start_run(Namespace(resume=True, force=False), out)
+    _start_run(Namespace(resume=False, force=False), out).write_config({"kind": "es"})
+    (out / "checkpoint.npz").write_bytes(b"state")
+    (out / "best").mkdir()
+    (out / "best" / "policy.npz").write_bytes(b"best")
+    with pytest.raises(UsageError, match="--resume to continue it, --force to start over"):
+        _start_run(Namespace(resume=False, force=False), out)
+    with pytest.raises(UsageError, match="exclude each other"):
+        _start_run(Namespace(resume=True, force=True), out)
+    assert _start_run(Namespace(resume=True, force=False), out).path == out
+    assert (out / "checkpoint.npz").exists() and (out / "best" / "policy.npz").exists()  # resume keeps the state
+    _start_run(Namespace(resume=False, force=True), out)
+    assert not (out / "checkpoint.npz").exists() and not (out / "best").exists()  # force starts over
+    assert (out / "metrics.jsonl").read_text() == ""
+
+
+def test_distilled_smaller_network_decides_like_its_teacher():
+    from mlopt.training.distill import distill
+
+    teacher = synthetic.warm_start(TRAIN, hidden=(16,), epochs=30)
+    columns = {k: np.concatenate([m.batch()[k] for m in TRAIN]) for k in ("x0", "x1")}
+    small, agreement = distill(teacher, columns, (4,), epochs=40, batch_size=64, lr=1e-2)
+    assert [w.shape[0] for w, _ in small.layers] == [4, 2]
+    held = {k: np.concatenate([m.batch()[k] for m in HELD]) for k in ("x0", "x1")}
+    assert agreement > 0.95 and (small.decide(held) == teacher.decide(held)).mean() > 0.95
