@@ -197,3 +197,24 @@ def test_size_stratified_sampler_covers_every_stratum_round_robin():
     assert sorted(quartile) == [0, 0, 1, 1, 2, 2, 3, 3]
     assert s.counts(0, 6) == [2, 2, 1, 1] and s.counts(1, 6) == [1, 2, 2, 1]  # the remainder rotates
     assert s.sample(0, 500) == list(range(100))
+
+
+@pytest.mark.llvm
+def test_cli_train_ppo_runs_resumes_and_refuses_a_silent_restart(real_setup, mini_corpus, tmp_path, capsys):
+    from mlopt.cli import main
+
+    policy = real_setup[0]
+    policy.save(tmp_path / "bc.npz")
+    args = ["train", "ppo", str(mini_corpus), "--init", str(tmp_path / "bc.npz"), "-o", str(tmp_path / "ppo"),
+            "--validation", str(mini_corpus), "--modules", "2", "--workers", "2", "--no-compile", "--quiet", "--json"]
+    assert main([*args, "--iterations", "1"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--iterations", "1"]) == 2  # an existing run: --resume or --force
+    assert "--resume to continue it, --force to start over" in capsys.readouterr().err
+    assert main([*args, "--iterations", "2", "--resume"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["iterations"] == 2 and summary["best_validation_delta_percent"] is not None
+    metrics = [json.loads(s) for s in (tmp_path / "ppo" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in metrics] == [0, 1, 2] and all(m["modules"] == 2 for m in metrics[1:])
+    assert main([*args, "--iterations", "1", "--force"]) == 0  # starts over
+    assert [json.loads(s)["iteration"] for s in (tmp_path / "ppo" / "metrics.jsonl").read_text().splitlines()] == [0, 1]
