@@ -120,9 +120,10 @@ def test_es_iteration_is_identical_on_the_local_pool_and_on_ray(es_setup, tmp_pa
 
     assert not np.array_equal(one.theta, flatten(es_setup[0]))  # the step moved the policy
     metrics = [json.loads(line) for line in (tmp_path / "local1" / "metrics.jsonl").read_text().splitlines()]
-    assert metrics == [json.loads(line) | {"evaluations_per_s": metrics[0]["evaluations_per_s"]}
-                       for line in (tmp_path / "ray" / "metrics.jsonl").read_text().splitlines()]
-    assert metrics[0]["evaluations"] == 12 and metrics[0]["validation_delta_percent"] is not None
+    assert metrics == [json.loads(line) | {"evaluations_per_s": metrics[1]["evaluations_per_s"]} if i else
+                       json.loads(line) for i, line in
+                       enumerate((tmp_path / "ray" / "metrics.jsonl").read_text().splitlines())]
+    assert metrics[1]["evaluations"] == 12 and metrics[1]["validation_delta_percent"] is not None
 
 
 def test_es_resumed_after_an_interruption_equals_an_uninterrupted_run(es_setup, tmp_path):
@@ -158,10 +159,10 @@ def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, cap
     summary = json.loads(capsys.readouterr().out)
     assert summary["iterations"] == 2 and summary["best_validation_delta_percent"] is not None
     metrics = [json.loads(line) for line in (tmp_path / "es" / "metrics.jsonl").read_text().splitlines()]
-    assert [m["iteration"] for m in metrics] == [1, 2]
+    assert [m["iteration"] for m in metrics] == [0, 1, 2]  # 0: the starting policy's validation
     policy = mlopt.load_policy(summary["files"]["policy_so"])
     assert len(mlopt.compile(mlopt.load_corpus(mini_corpus)[0], policy).decisions) > 0
-    assert main([*args, "--iterations", "1"]) == 1  # the run directory exists: no silent overwrite
+    assert main([*args, "--iterations", "1"]) == 2  # the run directory exists: --resume or --force, never silently
     assert main(["train", "es", str(mini_corpus), "--init", str(tmp_path / "bc"), "-o", str(tmp_path / "none"),
                  "--resume"]) == 2
 

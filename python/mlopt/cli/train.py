@@ -1,4 +1,4 @@
-"""``mlopt train bc|es|search``: train a policy and write a run directory."""
+"""``mlopt train bc|es|ppo|search``: train a policy and write a run directory."""
 
 from __future__ import annotations
 
@@ -54,53 +54,118 @@ def cmd_train_bc(args) -> int:
     return 0
 
 
-def cmd_train_es(args) -> int:
+# --- es / ppo: the rollout trainers (owned by the es-ppo work; one flow for both) ---------------------------
+
+
+def _start_run(args, out):
+    """The run directory of a rollout trainer: --resume continues it,
+    --force starts it over (new weights, optimizer state and best/),
+    neither on an existing run is a usage error."""
+    import shutil
+
+    from ..training.run_dir import RunDir
+    from ._common import UsageError
+
+    if args.resume and args.force:
+        raise UsageError("--resume and --force exclude each other (continue the run, or start it over)")
+    if args.resume:
+        if not (out / "checkpoint.npz").exists():
+            raise UsageError(f"{out}: nothing to resume (no checkpoint.npz)")
+        return RunDir(out)
+    if ((out / "config.json").exists() or (out / "checkpoint.npz").exists()) and not args.force:
+        raise UsageError(f"{out}: already a run directory (--resume to continue it, --force to start over)")
+    for name in ("checkpoint.npz", "checkpoint.partial.npz"):
+        (out / name).unlink(missing_ok=True)
+    for name in ("best", "work"):
+        shutil.rmtree(out / name, ignore_errors=True)
+    return RunDir(out, create=True, force=True)
+
+
+def _rollout_trainer(args, kind: str, cfg, make_trainer, describe) -> int:
     from pathlib import Path
 
     from ..corpus import corpus_entries
-    from ..training import ESConfig, ESTrainer
-    from ..training.run_dir import RunDir
     from ..workers import Progress, make_pool
-    from ._common import UsageError
 
     init, policy = _load_init(args)
     problem = policy.problem
     out = Path(args.output)
-    if args.resume and not (out / "checkpoint.npz").exists():
-        raise UsageError(f"{out}: nothing to resume (no checkpoint.npz)")
-    run = RunDir(out, create=not args.resume, force=args.force)
-    cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma, lr=args.lr,
-                   modules_per_perturbation=args.modules, seed=args.seed)
-    if not args.resume:
-        run.write_config({"kind": "es", "corpus": args.corpus, "validation": args.validation, "init": str(init),
-                          "problem": problem.name, **cfg.__dict__})
+    run = _start_run(args, out)
     with make_pool(args.workers, ray=args.ray, timeout=args.timeout) as pool:
         train = corpus_entries(args.corpus)
         validation = corpus_entries(args.validation) if args.validation else []
         corpora = [args.corpus] + ([args.validation] if args.validation else [])
         baseline = _objective_baseline(problem, corpora, train + validation, pool, args.quiet)
-        trainer = ESTrainer(policy, [e for e in train if e.name in baseline], baseline, out, cfg,
-                            validation=[e for e in validation if e.name in baseline], pool=pool)
-        trainer.resume()
-        with Progress(cfg.iterations, "evolution strategies", quiet=args.quiet, unit="iteration") as bar:
+        distilled = None
+        if args.hidden is not None and [w.shape[0] for w, _ in policy.layers[:-1]] != list(args.hidden):
+            from ..rollouts import trace_corpus
+            from ..training.distill import distill
+
+            policy, agreement = distill(policy, trace_corpus(args.corpus, pool=pool, quiet=True).columns,
+                                        args.hidden, seed=args.seed)
+            distilled = {"hidden": list(args.hidden), "agreement_with_init": agreement}
+        if not args.resume:
+            run.write_config({"kind": kind, "corpus": args.corpus, "validation": args.validation, "init": str(init),
+                              "problem": problem.name, "distilled": distilled, **cfg.__dict__})
+        trainer = make_trainer(policy, [e for e in train if e.name in baseline], baseline, out, cfg,
+                               validation=[e for e in validation if e.name in baseline], pool=pool)
+        if args.resume:
+            trainer.resume()
+        with Progress(cfg.iterations, describe, quiet=args.quiet, unit="iteration") as bar:
             bar.update(trainer.iteration)
 
             def done(m: dict) -> None:
                 val = m["validation_delta_percent"]
-                bar.update(reward=f"{m['reward']:.5f}", val="-" if val is None else f"{val:+.3f}%",
-                           evals_s=f"{m['evaluations_per_s']:.1f}")
+                train_delta = m["train_delta_percent"]
+                bar.update(train="-" if train_delta is None else f"{train_delta:+.3f}%",
+                           val="-" if val is None else f"{val:+.3f}%", step=f"{m['update_norm']:.3g}")
 
             final = trainer.run(on_iteration=done)
     best = out / "best" / "policy.npz"
     chosen = type(policy).load(best, problem=problem) if best.exists() else final
     files = run.save_policy(chosen, compile_so=not args.no_compile)
-    summary = {"run": str(out), "iterations": trainer.iteration, "best_validation_delta_percent": trainer.best,
-               "files": files}
+    summary = {"run": str(out), "iterations": trainer.iteration, "start_validation_delta_percent":
+               trainer.start_validation, "best_validation_delta_percent": trainer.best, "files": files}
     best_text = "n/a" if trainer.best is None else f"{trainer.best:+.3f}%"
     print(json.dumps(summary, indent=2) if args.json else
-          f"{out}: {trainer.iteration} iterations; best validation delta {best_text}; "
-          f"policy: {files.get('policy_so', files['model'])}")
+          f"{out}: {trainer.iteration} iterations; best validation delta {best_text} (total objective vs the "
+          f"heuristic, - = smaller); policy: {files.get('policy_so', files['model'])}")
     return 0
+
+
+def cmd_train_es(args) -> int:
+    from ..training import ESConfig, ESTrainer
+
+    cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma, lr=args.lr,
+                   modules_per_perturbation=args.modules, seed=args.seed, optimizer=args.optimizer,
+                   momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, buckets=args.buckets)
+    return _rollout_trainer(args, "es", cfg, ESTrainer, "evolution strategies")
+
+
+def cmd_train_ppo(args) -> int:
+    from ..training.ppo import PPOConfig, PPOTrainer
+
+    cfg = PPOConfig(iterations=args.iterations, modules=args.modules, clip=args.clip, entropy=args.entropy,
+                    lr=args.lr, epochs=args.epochs, batch_size=args.batch_size, decay=args.decay,
+                    temperature=args.temperature, buckets=args.buckets, seed=args.seed)
+    return _rollout_trainer(args, "ppo", cfg, PPOTrainer, "PPO")
+
+
+def _es_ppo_options(p) -> None:
+    p.add_argument("corpus", help="training corpus")
+    p.add_argument("--init", required=True, metavar="RUN|NPZ",
+                   help="starting policy (a run directory or policy.npz; normally the BC run)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
+    p.add_argument("--validation", metavar="CORPUS",
+                   help="corpus (other packages than training's) the best policy is chosen on")
+    p.add_argument("--problem", type=problem_name, help="checked against the starting policy's (default: it)")
+    p.add_argument("--hidden", type=int_list, metavar="16,16",
+                   help="train a network of these hidden widths, first distilled from --init on the training "
+                        "trace (default: --init's own)")
+    p.add_argument("--iterations", type=positive_int, default=10)
+    p.add_argument("--buckets", type=positive_int, default=4, help="size strata of the module sampler (4)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
 
 
 def _objective_baseline(problem, corpora: list[str], entries: list, pool, quiet: bool) -> dict[str, float]:
@@ -193,7 +258,7 @@ def _rollout_trainer_options(parser) -> None:
 
 
 def register(sub) -> None:
-    train = sub.add_parser("train", help="train policies: bc (imitate the heuristic), es (evolution strategies), "
+    train = sub.add_parser("train", help="train policies: bc (imitate the heuristic), es (evolution strategies), ppo, "
                            "search (imitate searched trajectories)",
                            description="Train policies; each run writes a run directory.")
     tsub = train.add_subparsers(dest="train_command", metavar="COMMAND", required=True)
@@ -219,22 +284,38 @@ def register(sub) -> None:
     bc.set_defaults(func=cmd_train_bc)
 
     es = add_command(tsub, "es", "evolution strategies from a starting policy (e.g. the BC run)",
-                     ["mlopt train es splits/train --init runs/bc --validation splits/heldout -o runs/es",
-                      "mlopt train es splits/train --init runs/bc -o runs/es --resume --iterations 20"])
-    es.add_argument("corpus", help="training corpus")
-    es.add_argument("--init", required=True, metavar="RUN|NPZ", help="starting policy (a run directory or policy.npz)")
-    es.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
-    es.add_argument("--validation", metavar="CORPUS", help="corpus to track the best policy on")
-    es.add_argument("--problem", type=problem_name, help="checked against the starting policy's (default: it)")
-    es.add_argument("--iterations", type=positive_int, default=10)
-    es.add_argument("--perturbations", type=positive_int, default=8, help="antithetic pairs per iteration (8)")
-    es.add_argument("--sigma", type=positive_float, default=0.02)
-    es.add_argument("--lr", type=positive_float, default=0.01)
-    es.add_argument("--modules", type=positive_int, default=16, help="modules per perturbation (16)")
-    es.add_argument("--seed", type=int, default=0)
-    es.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
+                     ["mlopt train es splits/train --init runs/bc --validation splits/validation -o runs/es",
+                      "mlopt train es splits/train --init runs/bc -o runs/es --resume --iterations 20",
+                      "mlopt train es splits/train --init runs/bc --hidden 16,16 -o runs/es-small --force"])
+    _es_ppo_options(es)
+    es.add_argument("--perturbations", type=positive_int, metavar="PAIRS",
+                    help="antithetic pairs per iteration (default: from the parameter count, 4 + 3 ln n halved)")
+    es.add_argument("--sigma", type=positive_float, default=0.05, help="relative to each layer's mean |W| (0.05)")
+    es.add_argument("--lr", type=positive_float, default=0.05, help="step size (0.05)")
+    es.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
+    es.add_argument("--momentum", type=float, default=0.0, help="sgd momentum (0)")
+    es.add_argument("--max-step", type=positive_float, default=1.0, metavar="R",
+                    help="cap on the update norm, in perturbation radii sigma*sqrt(n) (1.0)")
+    es.add_argument("--shaping", choices=("rank", "zscore"), default="rank",
+                    help="normalization of the candidates' values (rank)")
+    es.add_argument("--modules", type=positive_int, default=16, help="modules per iteration, for every candidate (16)")
     _rollout_trainer_options(es)
     es.set_defaults(func=cmd_train_es)
+
+    ppo = add_command(tsub, "ppo", "PPO from a BC warm start, the policy sampling its decisions in rollouts",
+                      ["mlopt train ppo splits/train --init runs/bc --validation splits/validation -o runs/ppo",
+                       "mlopt train ppo splits/train --init runs/bc -o runs/ppo --resume --iterations 40"])
+    _es_ppo_options(ppo)
+    ppo.add_argument("--modules", type=positive_int, default=32, help="modules rolled out per iteration (32)")
+    ppo.add_argument("--lr", type=positive_float, default=3e-4, help="Adam step size (3e-4)")
+    ppo.add_argument("--epochs", type=positive_int, default=4, help="passes over each iteration's rows (4)")
+    ppo.add_argument("--batch-size", type=positive_int, default=1024)
+    ppo.add_argument("--clip", type=fraction, default=0.2, help="PPO clip range (0.2)")
+    ppo.add_argument("--entropy", type=float, default=0.01, help="entropy bonus coefficient (0.01)")
+    ppo.add_argument("--decay", type=fraction, default=0.8, help="of the per-module moving-average baseline (0.8)")
+    ppo.add_argument("--temperature", type=positive_float, default=1.0, help="sampling temperature (1.0)")
+    _rollout_trainer_options(ppo)
+    ppo.set_defaults(func=cmd_train_ppo)
 
     se = add_command(tsub, "search", "search each module's decisions for smaller code, then imitate the best",
                      ["mlopt train search splits/train --init runs/bc --validation splits/val -o runs/search",

@@ -59,7 +59,7 @@ def plot_evaluation(rows: list[ModuleResult], out_dir: str | os.PathLike, title:
 
 
 def plot_training_curve(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path | None:
-    """The reward and validation delta per iteration from ``metrics.jsonl``."""
+    """The training and validation .text deltas per iteration from ``metrics.jsonl``."""
     metrics = Path(run_dir) / "metrics.jsonl"
     if not metrics.exists():
         return None
@@ -69,12 +69,16 @@ def plot_training_curve(run_dir: str | os.PathLike, out_dir: str | os.PathLike) 
     plt = _pyplot()
     it = [r.get("iteration", i) for i, r in enumerate(records)]
     fig, ax = plt.subplots(figsize=(7, 4))
-    series = (("reward", 100.0, "training reward (% smaller than -Oz, sampled modules)", "#4c72b0"),
-              ("validation_delta_percent", 1.0, "validation .text delta vs -Oz (%)", "#c44e52"))
-    for key, scale, label, color in series:
-        ys = [r.get(key) for r in records]
+    # One sign convention: every series is a total .text delta vs -Oz in percent (- = smaller). Runs
+    # written before train_delta_percent existed logged reward = -delta / 100.
+    train = [r.get("train_delta_percent", None if r.get("reward") is None else -100.0 * r["reward"])
+             for r in records]
+    series = ((train, "training .text delta vs -Oz (%, sampled modules)", "#4c72b0"),
+              ([r.get("validation_delta_percent") for r in records], "validation .text delta vs -Oz (%)",
+               "#c44e52"))
+    for ys, label, color in series:
         if any(y is not None for y in ys):
-            ax.plot(it, [np.nan if y is None else scale * y for y in ys], label=label, color=color, marker="o")
+            ax.plot(it, [np.nan if y is None else y for y in ys], label=label, color=color, marker="o")
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xlabel("iteration")
     ax.set_ylabel("%")

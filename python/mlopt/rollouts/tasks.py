@@ -34,6 +34,10 @@ class RolloutTask:
     llvm: int | None = None  # the LLVM major that compiles it (None: the worker's default)
     ir2vec_vocab: str | None = None  # IR2Vec vocabulary (None: $MLOPT_IR2VEC_VOCAB; "": none)
     problem: str = "inlining"  # whose policy and objective (Problem.objective)
+    # Sample the policy's decisions (PPO): ``policy`` is then its weights (.npz) and every decision is drawn
+    # from softmax(logits / temperature) with numpy.random.default_rng(sample_seed) (policy/sampled.py).
+    sample_seed: int | None = None
+    temperature: float = 1.0
 
 
 @dataclass
@@ -79,6 +83,24 @@ def _policy(path: str | None, vocab: str, problem: str = "inlining"):
     return _POLICIES[key]
 
 
+def _rollout_policy(task: RolloutTask, vocab: str):
+    """The policy a task runs: loaded by the C++ pool, or (sampling) its
+    numpy weights deciding by draws seeded by the task."""
+    if task.sample_seed is None or task.policy is None:
+        return _policy(task.policy, vocab, task.problem)
+    st = os.stat(task.policy)
+    key = ("weights", task.policy, st.st_mtime_ns, st.st_size, task.problem)
+    if key not in _POLICIES:
+        from ..problems import load_weights
+
+        if len(_POLICIES) >= 64:
+            _POLICIES.clear()
+        _POLICIES[key] = load_weights(task.policy, task.problem)
+    from ..policy.sampled import sampled_policy
+
+    return sampled_policy(_POLICIES[key], task.sample_seed, task.temperature)
+
+
 def _cache(llvm: int):
     if llvm not in _CACHES:
         from ..compiler import TextSizeCache
@@ -114,7 +136,7 @@ def _size_rollout(task: RolloutTask) -> Rollout:
 
     module = _module(task.entry, task.llvm)
     vocab = ir2vec_vocab_of(task)
-    policy = _policy(task.policy, vocab)
+    policy = _rollout_policy(task, vocab)
     start = time.perf_counter()
     r = compile(module, policy, log=True, call_sites=task.call_sites, cache=_cache(module.llvm) if task.cache else None,
                 forced_decisions=task.forced, ir2vec_vocab=vocab or None)
@@ -133,7 +155,7 @@ def _regalloc_rollout(task: RolloutTask) -> Rollout:
     from ..compiler.allocate import allocate, regalloc_llvm
 
     module = _module(task.entry, regalloc_llvm(task.llvm))
-    policy = _policy(task.policy, "", task.problem)
+    policy = _rollout_policy(task, "")
     start = time.perf_counter()
     r = allocate(module, policy, log=task.log)
     llvm_seconds = time.perf_counter() - start

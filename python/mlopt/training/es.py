@@ -1,10 +1,34 @@
 """Evolution strategies as MLGO / ml-compiler-opt run them, generic over the
-problem: antithetic Gaussian perturbations of the policy's flat parameter
-vector, each pair evaluated on the same sampled training modules; reward
-per module ``1 - (policy_cost + delta) / (heuristic_cost + delta)`` against
-cached heuristic costs (the problem's objective: ``.text`` bytes for the
-inliner, RegAllocScore for regalloc); pairs with a failed evaluation pruned;
-rewards normalized (z-score) before the gradient estimate; Adam ascent.
+problem, with what their setup leaves to chance made explicit:
+
+- antithetic Gaussian perturbations of the flat parameter vector, sigma
+  *relative to each layer's weight scale* (mean |W| of the starting policy,
+  used for the layer's weights and biases);
+- ``pairs`` per iteration; by default it grows with the parameter count
+  (CMA-ES's population rule ``4 + 3 ln n``, halved into pairs, at least 8),
+  overridable;
+- every candidate of an iteration compiles the *same* modules, drawn by the
+  size-stratified sampler (:mod:`mlopt.rollouts.sampler`), so the 2P
+  candidates are ranked on the same code;
+- ONE objective: a candidate's value is the total objective of the sampled
+  modules against the heuristic's total on them (``total_delta_percent``,
+  negative = smaller), the quantity validation selects the best policy by
+  and every report prints; a tiny module that doubles weighs its bytes, no
+  more;
+- rank shaping (centered ranks, ties averaged) of the 2P values before the
+  gradient estimate (``shaping="zscore"``: ml-compiler-opt's f-value
+  normalization);
+- plain gradient ascent by default (``optimizer="sgd"``, optional momentum):
+  Adam's bias-corrected first step is ``lr * sign(g)`` on every coordinate,
+  an update of norm ``lr * sqrt(n)`` whatever the estimate's signal, and its
+  per-coordinate scaling amplifies the noise of coordinates ES barely
+  measured; ``"adam"`` stays available;
+- measured step-size control: the update norm in the normalized space is
+  logged against the perturbation radius ``sigma * sqrt(n)`` (``step_ratio``)
+  and capped at ``max_step`` of it, since the finite-difference estimate
+  says nothing beyond the radius it sampled;
+- a module that fails for any candidate is dropped for all candidates of
+  the iteration (counted in the metrics).
 
 Every iteration draws its randomness from ``(seed, iteration)`` and reduces
 results in a fixed order, so the same seed gives the same policy bytes on
@@ -14,6 +38,7 @@ its last checkpoint equals an uninterrupted one."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import time
@@ -23,22 +48,33 @@ from pathlib import Path
 
 import numpy as np
 
-from ..corpus import CorpusEntry
 from ..errors import MloptError
 from ..policy import MLPPolicy
+from ..rollouts.sampler import SizeStratifiedSampler
+from .environment import CompilerEnvironment, first_failure, total_delta_percent
 from .mlp_train import Adam
-from .validation import costs_of, total_delta_percent
 
 
 @dataclass
 class ESConfig:
     iterations: int = 10
-    perturbations: int = 8  # antithetic pairs per iteration
-    sigma: float = 0.02
-    lr: float = 0.01
-    modules_per_perturbation: int = 16
-    delta: float = 16.0  # bytes added to both sizes in the reward
+    perturbations: int | None = None  # antithetic pairs per iteration (None: default_pairs(parameters))
+    sigma: float = 0.05  # relative to each layer's weight scale
+    lr: float = 0.05  # step in the normalized space (times the layer scale in weights)
+    modules_per_perturbation: int = 16  # modules per iteration, compiled by every candidate
     seed: int = 0
+    optimizer: str = "sgd"  # "sgd" or "adam"
+    momentum: float = 0.0  # sgd only
+    max_step: float = 1.0  # cap on the update norm, in perturbation radii (sigma * sqrt(n))
+    shaping: str = "rank"  # "rank" or "zscore"
+    buckets: int = 4  # size strata of the module sampler
+
+
+def default_pairs(parameters: int) -> int:
+    """Antithetic pairs for a network of ``parameters`` weights: half of
+    CMA-ES's population ``4 + floor(3 ln n)``, at least 8 (13 pairs for a
+    1,500-weight network, 16 for 9,200, 19 for 100,000)."""
+    return max(8, math.ceil((4 + math.floor(3 * math.log(max(parameters, 1)))) / 2))
 
 
 def flatten(policy: MLPPolicy) -> np.ndarray:
@@ -54,30 +90,60 @@ def unflatten(policy: MLPPolicy, theta: np.ndarray) -> MLPPolicy:
     return type(policy)(policy.vocab, layers, problem=policy.problem)
 
 
-def module_rewards(sizes: np.ndarray, baseline: np.ndarray, delta: float) -> np.ndarray:
-    return 1.0 - (sizes + delta) / (baseline + delta)
+def layer_scale(policy: MLPPolicy, floor: float = 1e-3) -> np.ndarray:
+    """Per parameter: mean |W| of its layer (weights and biases alike)."""
+    parts = []
+    for w, b in policy.layers:
+        s = max(float(np.abs(w).mean()), floor)
+        parts.append(np.full(w.size + b.size, s, np.float32))
+    return np.concatenate(parts)
+
+
+def shape_values(values: np.ndarray, shaping: str) -> np.ndarray:
+    """Centered ranks in [-0.5, 0.5] (ties share their average rank), or z-scores."""
+    v = np.asarray(values, np.float64)
+    if shaping == "zscore":
+        std = v.std()
+        return (v - v.mean()) / std if std > 0 else np.zeros_like(v)
+    if shaping != "rank":
+        raise MloptError(f"unknown shaping {shaping!r} (rank or zscore)")
+    if len(v) < 2:
+        return np.zeros_like(v)
+    uniq, inverse, counts = np.unique(v, return_inverse=True, return_counts=True)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    ranks = (start + (counts - 1) / 2.0)[inverse]
+    return ranks / (len(v) - 1) - 0.5
 
 
 class ESTrainer:
     """Runs ES into a run directory (``checkpoint.npz`` after every
-    iteration, ``metrics.jsonl``, ``best/`` by validation delta)."""
+    iteration, ``metrics.jsonl``, ``best/`` by validation delta).
+    ``baseline``: the heuristic's objective per module name. ``env``: an
+    :class:`~mlopt.training.environment.Environment` (default: the compiler
+    on ``pool``)."""
 
-    def __init__(self, policy: MLPPolicy, train: list[CorpusEntry], baseline: dict[str, int], run_dir: Path,
-                 config: ESConfig, *, validation: list[CorpusEntry] | None = None, pool=None):
+    def __init__(self, policy: MLPPolicy, train: list, baseline: dict[str, float], run_dir: Path,
+                 config: ESConfig, *, validation: list | None = None, pool=None, env=None):
         if not train:
             raise MloptError("ES needs training modules")
         missing = [e.name for e in train + (validation or []) if e.name not in baseline]
         if missing:
             raise MloptError(f"no heuristic size for module {missing[0]!r} (trace the corpus first)")
+        if config.optimizer not in ("sgd", "adam"):
+            raise MloptError(f"unknown optimizer {config.optimizer!r} (sgd or adam)")
         self.template = policy
         self.train = train
         self.validation = validation or []
         self.baseline = baseline
         self.run_dir = Path(run_dir)
         self.config = config
-        self.pool = pool
+        self.env = env or CompilerEnvironment(policy.problem, pool)
         self.theta = flatten(policy)
+        self.scale = layer_scale(policy)
+        self.pairs = config.perturbations or default_pairs(self.theta.size)
+        self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed)
         self.adam = Adam([self.theta], lr=config.lr)
+        self.velocity = np.zeros_like(self.theta)
         self.iteration = 0  # iterations completed
         self.best: float | None = None  # validation delta (%) of best/policy.npz
         self.start_validation: float | None = None  # of the starting policy (a fresh run)
@@ -86,8 +152,9 @@ class ESTrainer:
     def save_checkpoint(self) -> None:
         path = self.run_dir / "checkpoint.npz"
         tmp = self.run_dir / "checkpoint.partial.npz"
-        np.savez(tmp, theta=self.theta, m=self.adam.m[0], v=self.adam.v[0], t=np.int64(self.adam.t),
-                 iteration=np.int64(self.iteration), best=np.float64(np.nan if self.best is None else self.best),
+        np.savez(tmp, theta=self.theta, scale=self.scale, m=self.adam.m[0], v=self.adam.v[0],
+                 t=np.int64(self.adam.t), velocity=self.velocity, iteration=np.int64(self.iteration),
+                 best=np.float64(np.nan if self.best is None else self.best),
                  config=np.frombuffer(json.dumps(asdict(self.config), sort_keys=True).encode(), np.uint8))
         os.replace(tmp, path)
 
@@ -103,69 +170,67 @@ class ESTrainer:
                 raise MloptError(f"{path}: the run was started with other settings ({changed[0]}: "
                                  f"{saved.get(changed[0])!r}, now {mine[changed[0]]!r})")
             self.theta = z["theta"].copy()
+            self.scale = z["scale"].copy()
             self.adam = Adam([self.theta], lr=self.config.lr)
             self.adam.m[0][...] = z["m"]
             self.adam.v[0][...] = z["v"]
             self.adam.t = int(z["t"])
+            self.velocity = z["velocity"].copy()
             self.iteration = int(z["iteration"])
             best = float(z["best"])
             self.best = None if np.isnan(best) else best
         return True
 
     # -- evaluation -----------------------------------------------------------------
-    def _export(self, theta: np.ndarray, path: Path) -> str:
-        path.write_bytes(unflatten(self.template, theta).to_tflite())
-        return str(path)
-
     def validate(self, theta: np.ndarray, work: Path) -> float | None:
-        """Total .text delta (%) of ``theta`` against the heuristic on the validation modules."""
-        return total_delta_percent(unflatten(self.template, theta), self.validation, self.baseline, work,
-                                   pool=self.pool, name=f"validate-{self.iteration}.tflite")
+        """Total objective delta (%) of ``theta`` against the heuristic on the validation modules."""
+        if not self.validation:
+            return None
+        costs = self.env.costs([unflatten(self.template, theta)], [(0, e) for e in self.validation], work)
+        return total_delta_percent(costs, [self.baseline[e.name] for e in self.validation])
 
     def step(self) -> dict:
         """One iteration; returns its metrics."""
         cfg = self.config
         i = self.iteration
+        n = self.theta.size
         rng = np.random.default_rng([cfg.seed, i])
-        eps = rng.standard_normal((cfg.perturbations, self.theta.size)).astype(np.float32)
-        k = min(cfg.modules_per_perturbation, len(self.train))
-        chosen = [rng.choice(len(self.train), k, replace=False) for _ in range(cfg.perturbations)]
+        eps = rng.standard_normal((self.pairs, n)).astype(np.float32)
+        chosen = [self.train[j] for j in self.sampler.sample(i, cfg.modules_per_perturbation)]
         work = self.run_dir / "work"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         start = time.perf_counter()
-        items, owners = [], []
-        for p in range(cfg.perturbations):
-            for sign in (1, -1):
-                name = f"i{i}-p{p}{'+' if sign > 0 else '-'}.tflite"  # new names: workers cache by path
-                policy = self._export(self.theta + sign * cfg.sigma * eps[p], work / name)
-                for j in chosen[p]:
-                    items.append((policy, self.train[j]))
-                    owners.append((p, 0 if sign > 0 else 1))
-        sizes = costs_of(items, self.template.problem.name, pool=self.pool)
-        rewards = np.zeros((cfg.perturbations, 2))
-        counts = np.zeros((cfg.perturbations, 2))
-        failed = np.zeros(cfg.perturbations, bool)
-        for (p, s), size, (_, entry) in zip(owners, sizes, items):
-            if size is None:
-                failed[p] = True
-                continue
-            base = self.baseline[entry.name]
-            rewards[p, s] += module_rewards(np.float64(size), np.float64(base), cfg.delta)
-            counts[p, s] += 1
-        kept = ~failed
-        if not kept.any():
-            raise MloptError(f"iteration {i}: every perturbation had a failed evaluation")
-        r = rewards[kept] / counts[kept]
-        std = r.std()
-        z = (r - r.mean()) / std if std > 0 else np.zeros_like(r)
-        grad = ((z[:, 0] - z[:, 1])[:, None] * eps[kept]).sum(axis=0) / (2 * kept.sum() * cfg.sigma)
-        self.adam.step([self.theta], [(-grad).astype(np.float32)])  # ascent
+        step = cfg.sigma * self.scale
+        candidates = [unflatten(self.template, self.theta + sign * step * eps[p])
+                      for p in range(self.pairs) for sign in (1, -1)]  # 2p: +, 2p+1: -
+        items = [(c, e) for c in range(len(candidates)) for e in chosen]
+        costs = np.array([np.nan if c is None else c for c in self.env.costs(candidates, items, work)],
+                         np.float64).reshape(len(candidates), len(chosen))
+        ok = ~np.isnan(costs).any(axis=0)  # modules every candidate compiled
+        if not ok.any():
+            raise MloptError(f"iteration {i}: no module compiled for every candidate" + first_failure(self.env))
+        base = np.array([self.baseline[e.name] for e in chosen], np.float64)[ok]
+        deltas = 100.0 * (costs[:, ok].sum(axis=1) - base.sum()) / base.sum()  # per candidate, - = smaller
+        shaped = shape_values(-deltas, cfg.shaping).reshape(self.pairs, 2)
+        grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps).sum(axis=0) / (2 * self.pairs * cfg.sigma)
+        update = self._update(grad.astype(np.float32))  # in the normalized space
+        norm = float(np.linalg.norm(update))
+        radius = cfg.sigma * math.sqrt(n)
+        ratio = norm / radius
+        if ratio > cfg.max_step:
+            update *= cfg.max_step / ratio
+        self.theta = (self.theta + self.scale * update).astype(np.float32)
         elapsed = time.perf_counter() - start
         self.iteration += 1
         val = self.validate(self.theta, work)
-        metrics = {"iteration": self.iteration, "reward": float(r.mean()), "reward_plus": float(r[:, 0].mean()),
-                   "reward_minus": float(r[:, 1].mean()), "pruned_pairs": int(failed.sum()),
+        metrics = {"iteration": self.iteration, "train_delta_percent": float(deltas.mean()),
+                   "reward": float(-deltas.mean() / 100.0),
+                   "candidate_delta_min": float(deltas.min()), "candidate_delta_max": float(deltas.max()),
+                   "candidate_delta_std": float(deltas.std()),
+                   "pair_difference_mean_abs": float(np.abs(deltas[0::2] - deltas[1::2]).mean()),
+                   "update_norm": norm, "step_ratio": ratio, "step_capped": ratio > cfg.max_step,
+                   "pairs": self.pairs, "modules": int(ok.sum()), "failed_modules": int((~ok).sum()),
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
                    "validation_delta_percent": val}
         if val is not None and (self.best is None or val < self.best):
@@ -174,6 +239,16 @@ class ESTrainer:
         self.save_checkpoint()
         shutil.rmtree(work, ignore_errors=True)
         return metrics
+
+    def _update(self, grad: np.ndarray) -> np.ndarray:
+        """The ascent step for gradient estimate ``grad`` (normalized space)."""
+        cfg = self.config
+        if cfg.optimizer == "adam":
+            u = np.zeros_like(grad)
+            self.adam.step([u], [-grad])
+            return u
+        self.velocity = (cfg.momentum * self.velocity + grad).astype(np.float32)
+        return cfg.lr * self.velocity
 
     def _save_best(self) -> None:
         best = self.run_dir / "best"
@@ -192,6 +267,8 @@ class ESTrainer:
             if self.best is not None:
                 self._save_best()
             shutil.rmtree(work, ignore_errors=True)
+            with open(self.run_dir / "metrics.jsonl", "a") as f:
+                f.write(json.dumps({"iteration": 0, "validation_delta_percent": self.best}, sort_keys=True) + "\n")
         while self.iteration < self.config.iterations:
             m = self.step()
             with open(self.run_dir / "metrics.jsonl", "a") as f:

@@ -62,8 +62,12 @@ def loss_and_grads(layers, h: np.ndarray, labels: np.ndarray, weights: np.ndarra
     d = p
     d[np.arange(n), labels] -= 1
     d *= (wts / wts.sum())[:, None]
-    if grouped:
-        d = d.reshape(-1, 1)
+    return loss, backward(layers, inputs, d.reshape(-1, 1) if grouped else d)
+
+
+def backward(layers, inputs: list[np.ndarray], d: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(dW, db) of every layer from ``d`` (the loss' gradient w.r.t. the
+    logits) and each layer's input (:func:`forward`'s second result)."""
     grads = []
     for i in range(len(layers) - 1, -1, -1):
         w, _ = layers[i]
@@ -72,7 +76,7 @@ def loss_and_grads(layers, h: np.ndarray, labels: np.ndarray, weights: np.ndarra
         if i:
             d = (d @ w) * (x > 0)
     grads.reverse()
-    return loss, grads
+    return grads
 
 
 def fit(layers, x: np.ndarray, labels: np.ndarray, *, epochs: int, batch_size: int, lr: float, seed: int,

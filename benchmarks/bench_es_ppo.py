@@ -1,0 +1,107 @@
+"""ES and PPO from the same BC policy on a package-disjoint split, each
+given a wall-clock budget, each judged on the test packages against -Oz
+(the heuristic, compiled in the same run by the same LLVM), C and C++ apart
+and per package.
+
+    python3 benchmarks/bench_es_ppo.py SPLITS BC_RUN --budget 600 --out DIR [--llvm 19] [--seed 0]
+
+SPLITS holds train/, validation/ and test/ (``mlopt corpus split``); BC_RUN
+is a ``mlopt train bc`` run on the training split's trace. Every figure is a
+total ``.text`` delta vs -Oz in percent (negative = smaller), the one
+objective the trainers optimize, select by and report: training (the
+iteration's sampled modules; ES: mean over its candidates, PPO: the sampling
+policy), validation (the policy selected at its best iteration) and test.
+Writes DIR/<trainer>/ run directories and DIR/es_ppo.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from mlopt.corpus import PACKAGES, corpus_entries, package_of
+from mlopt.problems import load_weights
+from mlopt.rollouts import trace_corpus
+from mlopt.training.environment import CompilerEnvironment, total_delta_percent
+from mlopt.training.es import ESConfig, ESTrainer
+from mlopt.training.ppo import PPOConfig, PPOTrainer
+from mlopt.training.run_dir import RunDir
+from mlopt.workers import make_pool
+
+
+def test_report(env, policy, test, baseline, work: Path) -> dict:
+    costs = env.costs([policy], [(0, e) for e in test], work)
+    language = {p.name: p.language for p in PACKAGES}
+    groups: dict[str, list[int]] = {"all": list(range(len(test)))}
+    for i, e in enumerate(test):
+        groups.setdefault({"c": "C", "c++": "C++"}.get(language.get(package_of(e.name)), "?"), []).append(i)
+        groups.setdefault(f"package {package_of(e.name)}", []).append(i)
+    return {name: {"delta_percent": total_delta_percent([costs[i] for i in idx],
+                                                        [baseline[test[i].name] for i in idx]),
+                   "modules": len(idx), "failed": sum(costs[i] is None for i in idx)}
+            for name, idx in groups.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("splits", type=Path)
+    ap.add_argument("bc", type=Path)
+    ap.add_argument("--budget", type=float, default=600.0, help="seconds of training per trainer")
+    ap.add_argument("--trainers", default="es,ppo")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--es-modules", type=int, default=8)
+    ap.add_argument("--ppo-modules", type=int, default=32)
+    ap.add_argument("--ppo-lr", type=float, default=3e-4)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    init = load_weights(args.bc / "policy.npz" if args.bc.is_dir() else args.bc)
+    results = {"llvm": os.environ.get("MLOPT_LLVM", "default"), "budget_s": args.budget, "seed": args.seed}
+    with make_pool(args.workers) as pool:
+        side = {s: corpus_entries(args.splits / s) for s in ("train", "validation", "test")}
+        baseline = {}
+        for s in side:
+            ds = trace_corpus(args.splits / s, pool=pool, quiet=True)
+            results["llvm_version"] = ds.meta["llvm"]
+            baseline.update({m: float(v) for m, v in zip(ds.modules, ds.text_size)})
+        side = {s: [e for e in v if e.name in baseline] for s, v in side.items()}
+        env = CompilerEnvironment(init.problem, pool)
+        results["bc"] = {"test": test_report(env, init, side["test"], baseline, args.out / "work")}
+        print("bc", json.dumps(results["bc"]["test"]["all"]), flush=True)
+        for name in args.trainers.split(","):
+            run_dir = args.out / name
+            RunDir(run_dir, create=True, force=True)
+            for stale in ("checkpoint.npz", "best/policy.npz"):
+                (run_dir / stale).unlink(missing_ok=True)
+            if name == "es":
+                cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed)
+                trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
+                                    pool=pool)
+            else:
+                cfg = PPOConfig(iterations=0, modules=args.ppo_modules, lr=args.ppo_lr, seed=args.seed)
+                trainer = PPOTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
+                                     pool=pool)
+            start = time.perf_counter()
+            while time.perf_counter() - start < args.budget:
+                trainer.config.iterations += 1
+                trainer.run(on_iteration=lambda m, n=name: print(
+                    n, m["iteration"], f"train {m['train_delta_percent']:+.3f}%",
+                    f"val {m['validation_delta_percent']:+.3f}%", f"step {m['update_norm']:.3g}", flush=True))
+            seconds = time.perf_counter() - start
+            best = run_dir / "best" / "policy.npz"
+            chosen = type(init).load(best, problem=init.problem) if best.exists() else trainer.current_policy()
+            metrics = [json.loads(s) for s in (run_dir / "metrics.jsonl").read_text().splitlines()]
+            results[name] = {"seconds": seconds, "iterations": trainer.iteration,
+                             "validation_start": trainer.start_validation, "validation_best": trainer.best,
+                             "train_last": metrics[-1].get("train_delta_percent"),
+                             "test": test_report(env, chosen, side["test"], baseline, args.out / "work"),
+                             "config": cfg.__dict__}
+            print(name, json.dumps(results[name]), flush=True)
+    (args.out / "es_ppo.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

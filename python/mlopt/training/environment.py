@@ -1,0 +1,112 @@
+"""Where the trainers' policies meet the problem: an environment measures
+deterministic policies (ES, validation) and rolls out sampling policies
+(PPO), so a trainer is the same code on the real compiler and on a
+synthetic problem with a known optimum (tests/test_trainers_learn.py).
+
+    env = CompilerEnvironment(problem, pool)
+    env.costs(policies, [(policy_index, entry), ...], work)   # objective or None per item
+    env.trajectories(policy, [(entry, seed), ...], work)      # Trajectory or None per item
+
+A cost is the problem's objective (lower is better: ``.text`` bytes for the
+inliner); a trajectory is one module compiled with sampled decisions: its
+cost and its training log (the features and the decisions taken, in order).
+
+``total_delta_percent`` is THE objective every trainer reports: the
+candidates' total cost over a set of modules against the heuristic's total
+on the same modules, in percent (negative = smaller than the heuristic).
+ES's training reward and PPO's training figure are this quantity on the
+iteration's sampled modules; best-policy selection is it on validation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass
+class Trajectory:
+    cost: float
+    log: object  # a feature batch with the decision column (mlopt.Log or a mapping of arrays)
+
+
+class Environment(Protocol):
+    problem: object
+
+    def costs(self, policies: Sequence, items: Sequence[tuple[int, object]], work: Path) -> list[float | None]: ...
+
+    def trajectories(self, policy, items: Sequence[tuple[object, int]], work: Path) -> list[Trajectory | None]: ...
+
+
+def total_delta_percent(costs: Sequence[float | None], baselines: Sequence[float]) -> float | None:
+    """100 * (sum of costs - sum of baselines) / sum of baselines over the
+    items that have a cost; None when none has."""
+    pairs = [(c, b) for c, b in zip(costs, baselines) if c is not None]
+    base = float(sum(b for _, b in pairs))
+    return 100.0 * (float(sum(c for c, _ in pairs)) - base) / base if base else None
+
+
+class CompilerEnvironment:
+    """The real compiler on a worker pool (local or Ray): policies are
+    written under ``work`` (a new name per call: workers cache loaded
+    policies by path) and compiled by :mod:`mlopt.rollouts`."""
+
+    def __init__(self, problem, pool=None):
+        self.problem = problem
+        self.pool = pool
+        self._calls = 0
+        self.failures: list[tuple[str, str]] = []  # (module, reason) of the last call's failed rollouts
+
+    def _name(self, tag: str) -> str:
+        self._calls += 1
+        return f"{tag}{self._calls}"
+
+    def costs(self, policies, items, work: Path) -> list[float | None]:
+        from ..rollouts import RolloutTask, failures_of, run_rollouts
+
+        work.mkdir(parents=True, exist_ok=True)
+        stem = self._name("c")
+        paths = []
+        for i, policy in enumerate(policies):
+            path = work / f"{stem}-{i}.tflite"
+            path.write_bytes(policy.to_tflite())
+            paths.append(str(path))
+        tasks = [RolloutTask(e, paths[i], problem=self.problem.name) for i, e in items]
+        results = run_rollouts(tasks, pool=self.pool, quiet=True)
+        self.failures = failures_of(tasks, results)
+        return [r.value.cost if r.ok else None for r in results]
+
+    def trajectories(self, policy, items, work: Path) -> list[Trajectory | None]:
+        from ..log import read_log
+        from ..rollouts import RolloutTask, failures_of, run_rollouts
+
+        work.mkdir(parents=True, exist_ok=True)
+        path = work / f"{self._name('s')}.npz"
+        policy.save(path, overwrite=True)
+        tasks = [RolloutTask(e, str(path), log=True, problem=self.problem.name, sample_seed=int(seed))
+                 for e, seed in items]
+        results = run_rollouts(tasks, pool=self.pool, quiet=True)
+        self.failures = failures_of(tasks, results)
+        out = []
+        for r in results:
+            if not r.ok:
+                out.append(None)
+            elif not r.value.log_bytes:  # no decision asked: nothing to learn from
+                out.append(Trajectory(r.value.cost, None))
+            else:
+                out.append(Trajectory(r.value.cost, read_log(r.value.log_bytes)))
+        return out
+
+
+def first_failure(env) -> str:
+    """'' or '; first: <module>: <reason>' from an environment's last call."""
+    failures = getattr(env, "failures", None)
+    return f"; first: {failures[0][0]}: {failures[0][1]}" if failures else ""
+
+
+def rollout_seed(seed: int, iteration: int, index: int) -> int:
+    """The sampling seed of one module's rollout in one iteration."""
+    return int(np.random.SeedSequence([seed, iteration, index]).generate_state(1, np.uint64)[0] >> 1)

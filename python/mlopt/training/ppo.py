@@ -1,0 +1,299 @@
+"""Proximal policy optimization as the MLGO paper and ml-compiler-opt run
+it for the inliner, generic over the problem, in numpy:
+
+- warm start: the starting policy is a BC run's (its vocab and weights);
+- rollouts: every iteration compiles ``modules`` training modules drawn by
+  the size-stratified sampler (:mod:`mlopt.rollouts.sampler`) with the
+  policy *sampling* its decisions (:mod:`mlopt.policy.sampled`; one seed per
+  (seed, iteration, module), so the same on 1 or N workers); the trajectory
+  is the training log the compiler writes anyway (features and the decisions
+  taken), and log-probabilities are recomputed from it with the one numpy
+  forward pass (:func:`mlopt.training.mlp_train.forward`);
+- reward per module ``1 - (cost + delta) / (average + delta)`` against a
+  moving average of the policy's own cost on that module (decay 0.8; it
+  starts at the heuristic's cost), given to every step of the module's
+  trajectory (no discounting: the module's size is known only at the end);
+- value-free: the per-module moving average already is the baseline a value
+  head would learn, and a head over one call site's features cannot predict
+  a module's total size; advantages are the rewards scaled by their standard
+  deviation over the iteration's modules (not re-centered: the moving
+  average centers them);
+- clipped surrogate objective, entropy bonus, Adam over minibatches for a
+  few epochs per iteration;
+- the best policy (argmax decisions, as it ships) is chosen by the total
+  objective delta on the validation modules, the quantity every trainer
+  reports (:func:`mlopt.training.environment.total_delta_percent`).
+
+Deterministic for a seed: a run resumed from its checkpoint equals an
+uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MloptError
+from ..policy import MLPPolicy
+from ..rollouts.sampler import SizeStratifiedSampler
+from .environment import CompilerEnvironment, first_failure, rollout_seed, total_delta_percent
+from .es import flatten, unflatten
+from .mlp_train import Adam, backward, forward
+
+
+@dataclass
+class PPOConfig:
+    iterations: int = 10
+    modules: int = 32  # modules rolled out per iteration
+    clip: float = 0.2
+    entropy: float = 0.01
+    lr: float = 3e-4
+    epochs: int = 4
+    batch_size: int = 1024
+    decay: float = 0.8  # of the per-module moving-average baseline
+    delta: float = 16.0  # added to both costs in the reward
+    temperature: float = 1.0
+    buckets: int = 4
+    seed: int = 0
+
+
+@dataclass
+class Batch:
+    """Rows of the iteration's trajectories."""
+    x: np.ndarray  # [n, inputs] or [n, C, inputs]
+    penalty: np.ndarray | None
+    actions: np.ndarray  # int64 [n]
+    advantages: np.ndarray  # float32 [n]
+    old_logp: np.ndarray  # float64 [n]
+
+
+def _logits(layers, x: np.ndarray, penalty: np.ndarray | None):
+    grouped = x.ndim == 3
+    logits, inputs = forward(layers, x.reshape(-1, x.shape[-1]) if grouped else x)
+    logits = logits.reshape(len(x), -1) if grouped else logits
+    if penalty is not None:
+        logits = logits + penalty
+    return logits.astype(np.float64), inputs, grouped
+
+
+def log_softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+
+def surrogate_and_grads(layers, batch: Batch, rows: np.ndarray, clip: float, entropy: float,
+                        temperature: float = 1.0):
+    """The PPO loss (negated clipped surrogate minus the entropy bonus,
+    averaged over ``rows``), its gradients per layer and diagnostics."""
+    x = batch.x[rows]
+    pen = None if batch.penalty is None else batch.penalty[rows]
+    logits, inputs, grouped = _logits(layers, x, pen)
+    n = len(rows)
+    logp_all = log_softmax(logits / temperature)
+    p = np.exp(logp_all)
+    a = batch.actions[rows]
+    logp = logp_all[np.arange(n), a]
+    ratio = np.exp(logp - batch.old_logp[rows])
+    adv = batch.advantages[rows].astype(np.float64)
+    clipped = np.clip(ratio, 1 - clip, 1 + clip)
+    surrogate = np.minimum(ratio * adv, clipped * adv)
+    plogp = np.where(p > 0, p * np.where(p > 0, logp_all, 0.0), 0.0)
+    ent = -plogp.sum(axis=1)
+    loss = float(-(surrogate.mean() + entropy * ent.mean()))
+    active = ((adv >= 0) & (ratio <= 1 + clip)) | ((adv < 0) & (ratio >= 1 - clip))
+    c = ratio * adv * active
+    onehot = np.zeros_like(p)
+    onehot[np.arange(n), a] = 1.0
+    # d(-surrogate)/dz = -c (onehot - p); d(-entropy * H)/dz_j = entropy * p_j (log p_j + H)
+    d = -c[:, None] * (onehot - p) + entropy * (plogp + p * ent[:, None])
+    d = (d / (n * temperature)).astype(np.float32)
+    grads = backward(layers, inputs, d.reshape(-1, 1) if grouped else d)
+    stats = {"clip_fraction": float((np.abs(ratio - 1) > clip).mean()),
+             "approx_kl": float((batch.old_logp[rows] - logp).mean()), "entropy": float(ent.mean())}
+    return loss, grads, stats
+
+
+class PPOTrainer:
+    """Runs PPO into a run directory (``checkpoint.npz`` after every
+    iteration, ``metrics.jsonl``, ``best/`` by validation delta).
+    ``baseline``: the heuristic's objective per module name; ``env``: an
+    :class:`~mlopt.training.environment.Environment` (default: the compiler
+    on ``pool``)."""
+
+    def __init__(self, policy: MLPPolicy, train: list, baseline: dict[str, float], run_dir: Path,
+                 config: PPOConfig, *, validation: list | None = None, pool=None, env=None):
+        if not train:
+            raise MloptError("PPO needs training modules")
+        missing = [e.name for e in train + (validation or []) if e.name not in baseline]
+        if missing:
+            raise MloptError(f"no heuristic size for module {missing[0]!r} (trace the corpus first)")
+        self.template = policy
+        self.train = train
+        self.validation = validation or []
+        self.baseline = baseline
+        self.run_dir = Path(run_dir)
+        self.config = config
+        self.env = env or CompilerEnvironment(policy.problem, pool)
+        self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed)
+        self.theta = flatten(policy)
+        self.adam = Adam([self.theta], lr=config.lr)
+        self.average: dict[str, float] = {}  # moving average of the policy's own cost per module
+        self.iteration = 0
+        self.best: float | None = None
+        self.start_validation: float | None = None
+
+    def current_policy(self) -> MLPPolicy:
+        return unflatten(self.template, self.theta.copy())
+
+    # -- checkpoints ----------------------------------------------------------------
+    def save_checkpoint(self) -> None:
+        tmp = self.run_dir / "checkpoint.partial.npz"
+        np.savez(tmp, theta=self.theta, m=self.adam.m[0], v=self.adam.v[0], t=np.int64(self.adam.t),
+                 iteration=np.int64(self.iteration), best=np.float64(np.nan if self.best is None else self.best),
+                 average=np.frombuffer(json.dumps(self.average, sort_keys=True).encode(), np.uint8),
+                 config=np.frombuffer(json.dumps(asdict(self.config), sort_keys=True).encode(), np.uint8))
+        os.replace(tmp, self.run_dir / "checkpoint.npz")
+
+    def resume(self) -> bool:
+        path = self.run_dir / "checkpoint.npz"
+        if not path.exists():
+            return False
+        with np.load(path) as z:
+            saved = json.loads(bytes(z["config"]).decode())
+            mine = asdict(self.config)
+            changed = [k for k in mine if k != "iterations" and saved.get(k) != mine[k]]
+            if changed:
+                raise MloptError(f"{path}: the run was started with other settings ({changed[0]}: "
+                                 f"{saved.get(changed[0])!r}, now {mine[changed[0]]!r})")
+            self.theta = z["theta"].copy()
+            self.adam = Adam([self.theta], lr=self.config.lr)
+            self.adam.m[0][...] = z["m"]
+            self.adam.v[0][...] = z["v"]
+            self.adam.t = int(z["t"])
+            self.iteration = int(z["iteration"])
+            self.average = json.loads(bytes(z["average"]).decode())
+            best = float(z["best"])
+            self.best = None if np.isnan(best) else best
+        return True
+
+    # -- one iteration ----------------------------------------------------------------
+    def validate(self, work: Path) -> float | None:
+        if not self.validation:
+            return None
+        costs = self.env.costs([self.current_policy()], [(0, e) for e in self.validation], work)
+        return total_delta_percent(costs, [self.baseline[e.name] for e in self.validation])
+
+    def _batch(self, trajectories, rewards: dict[int, float]) -> Batch | None:
+        policy = self.current_policy()
+        problem = policy.problem
+        xs, pens, acts, advs = [], [], [], []
+        for j, r in rewards.items():
+            log = trajectories[j].log
+            if log is None:
+                continue
+            x, pen = policy.training_inputs(log)
+            if not len(x):
+                continue
+            xs.append(x)
+            pens.append(pen)
+            acts.append(np.asarray(log[problem.decision.name]).reshape(-1).astype(np.int64))
+            advs.append(np.full(len(x), r, np.float32))
+        if not xs:
+            return None
+        x = np.concatenate(xs)
+        pen = None if pens[0] is None else np.concatenate(pens)
+        actions = np.concatenate(acts)
+        logits, _, _ = _logits(policy.layers, x, pen)
+        old = log_softmax(logits / self.config.temperature)[np.arange(len(x)), actions]
+        return Batch(x, pen, actions, np.concatenate(advs), old)
+
+    def step(self) -> dict:
+        cfg = self.config
+        i = self.iteration
+        chosen = self.sampler.sample(i, cfg.modules)
+        work = self.run_dir / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        start = time.perf_counter()
+        entries = [self.train[j] for j in chosen]
+        trajectories = self.env.trajectories(self.current_policy(),
+                                             [(e, rollout_seed(cfg.seed, i, j)) for e, j in zip(entries, chosen)],
+                                             work)
+        rewards: dict[int, float] = {}
+        for k, (e, t) in enumerate(zip(entries, trajectories)):
+            if t is None:
+                continue
+            avg = self.average.get(e.name, float(self.baseline[e.name]))
+            rewards[k] = 1.0 - (t.cost + cfg.delta) / (avg + cfg.delta)
+            self.average[e.name] = cfg.decay * avg + (1 - cfg.decay) * float(t.cost)
+        if not rewards:
+            raise MloptError(f"iteration {i}: no module compiled" + first_failure(self.env))
+        train_delta = total_delta_percent([None if t is None else t.cost for t in trajectories],
+                                          [self.baseline[e.name] for e in entries])
+        r = np.array(list(rewards.values()))
+        spread = float(r.std())
+        scaled = {k: v / spread if spread > 0 else 0.0 for k, v in rewards.items()}
+        rollout_s = time.perf_counter() - start
+        batch = self._batch(trajectories, scaled)
+        before = self.theta.copy()
+        losses, stats = [], []
+        if batch is not None:
+            rng = np.random.default_rng([cfg.seed, i, 0x9907])
+            n = len(batch.actions)
+            for _ in range(cfg.epochs):
+                order = rng.permutation(n)
+                for s in range(0, n, cfg.batch_size):
+                    rows = order[s:s + cfg.batch_size]
+                    layers = unflatten(self.template, self.theta).layers
+                    loss, grads, st = surrogate_and_grads(layers, batch, rows, cfg.clip, cfg.entropy,
+                                                          cfg.temperature)
+                    g = np.concatenate([a.reshape(-1) for wb in grads for a in wb]).astype(np.float32)
+                    self.adam.step([self.theta], [g])
+                    losses.append(loss)
+                    stats.append(st)
+        self.iteration += 1
+        val = self.validate(work)
+        metrics = {"iteration": self.iteration, "train_delta_percent": train_delta,
+                   "reward_mean": float(r.mean()), "reward_std": spread, "modules": len(rewards),
+                   "failed_modules": len(entries) - len(rewards), "rows": 0 if batch is None else len(batch.actions),
+                   "loss": float(np.mean(losses)) if losses else None,
+                   "update_norm": float(np.linalg.norm(self.theta - before)),
+                   "rollouts_per_s": len(entries) / rollout_s, "validation_delta_percent": val}
+        for key in ("clip_fraction", "approx_kl", "entropy"):
+            metrics[key] = float(np.mean([s[key] for s in stats])) if stats else None
+        if val is not None and (self.best is None or val < self.best):
+            self.best = val
+            self._save_best()
+        self.save_checkpoint()
+        shutil.rmtree(work, ignore_errors=True)
+        return metrics
+
+    def _save_best(self) -> None:
+        best = self.run_dir / "best"
+        best.mkdir(exist_ok=True)
+        self.current_policy().save(best / "policy.npz", overwrite=True)
+
+    def run(self, on_iteration: Callable[[dict], None] | None = None) -> MLPPolicy:
+        if self.iteration == 0 and self.best is None and self.validation:
+            work = self.run_dir / "work"
+            work.mkdir(parents=True, exist_ok=True)
+            self.best = self.start_validation = self.validate(work)
+            if self.best is not None:
+                self._save_best()
+            shutil.rmtree(work, ignore_errors=True)
+            with open(self.run_dir / "metrics.jsonl", "a") as f:
+                f.write(json.dumps({"iteration": 0, "validation_delta_percent": self.best}, sort_keys=True) + "\n")
+        while self.iteration < self.config.iterations:
+            m = self.step()
+            with open(self.run_dir / "metrics.jsonl", "a") as f:
+                f.write(json.dumps(m, sort_keys=True) + "\n")
+            if on_iteration:
+                on_iteration(m)
+        return self.current_policy()

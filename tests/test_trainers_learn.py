@@ -1,0 +1,220 @@
+"""Trainers must learn: on a synthetic problem with a known optimum
+(tests/support/synthetic.py: action 1 at a site changes the cost by
+x0 - 50, the heuristic decides by x1), ES and PPO started from a policy
+cloned from the heuristic must reach most of the optimal saving on modules
+they never trained on, within a bounded number of iterations. The same run
+with the reward's sign flipped must not (so a trainer that ascends the
+wrong way, or does not move, fails). Plus the real compiler: one iteration
+of each trainer is deterministic per seed on 1 and 2 workers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mlopt.training.es import ESConfig, ESTrainer, default_pairs, shape_values
+from mlopt.training.ppo import PPOConfig, PPOTrainer
+from tests.support import synthetic
+
+TRAIN = synthetic.modules(48, seed=1, prefix="t")
+HELD = synthetic.modules(24, seed=2, prefix="h")  # never trained on
+VALIDATION = synthetic.modules(12, seed=3, prefix="v")
+REACH = 0.75  # of the optimal saving, on the held-out modules
+
+
+def _baseline():
+    return synthetic.baseline(TRAIN + VALIDATION)
+
+
+def _run_es(tmp_path, sign: float, iterations: int):
+    env = synthetic.SyntheticEnvironment(sign)
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=0.1, seed=0)
+    trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
+    trainer.run()
+    return start, trainer
+
+
+def _run_ppo(tmp_path, sign: float, iterations: int):
+    env = synthetic.SyntheticEnvironment(sign)
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    cfg = PPOConfig(iterations=iterations, modules=16, lr=1e-2, epochs=4, batch_size=256, seed=0)
+    trainer = PPOTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
+    trainer.run()
+    return start, trainer
+
+
+@pytest.mark.parametrize("run,iterations", [(_run_es, 30), (_run_ppo, 80)], ids=["es", "ppo"])
+def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
+    optimum = synthetic.optimum_delta_percent(HELD)
+    assert optimum < -10  # the problem leaves much to gain over the heuristic
+    start, trainer = run(tmp_path / "up", 1.0, iterations)
+    assert abs(synthetic.policy_delta_percent(start, HELD)) < 0.2 * abs(optimum)  # starts near the heuristic
+    reached = synthetic.policy_delta_percent(trainer.current_policy(), HELD)
+    assert reached <= REACH * optimum, (reached, optimum)
+    assert trainer.best is not None and trainer.best <= REACH * synthetic.optimum_delta_percent(VALIDATION)
+    _, flipped = run(tmp_path / "down", -1.0, iterations)
+    assert synthetic.policy_delta_percent(flipped.current_policy(), HELD) > 0.5 * optimum
+
+
+def test_es_metrics_log_the_step_control(tmp_path):
+    _, trainer = _run_es(tmp_path, 1.0, 2)
+    import json
+
+    lines = [json.loads(s) for s in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in lines] == [0, 1, 2]
+    m = lines[1]
+    pairs = default_pairs(trainer.theta.size)  # 114 weights: half of 4 + floor(3 ln 114) = 9 pairs
+    assert trainer.theta.size == 114 and pairs == 9
+    assert m["pairs"] == pairs and m["modules"] == 16 and m["evaluations"] == 2 * pairs * 16
+    radius = trainer.config.sigma * np.sqrt(trainer.theta.size)
+    assert m["update_norm"] == pytest.approx(m["step_ratio"] * radius, rel=1e-6)
+    assert m["candidate_delta_min"] <= m["train_delta_percent"] <= m["candidate_delta_max"]
+
+
+def test_default_pairs_grow_with_the_network_and_ranks_share_ties():
+    assert [default_pairs(n) for n in (100, 1538, 9218, 100_000)] == [9, 13, 16, 19]
+    assert shape_values(np.array([3.0, 1.0, 1.0, 7.0]), "rank") == pytest.approx([1 / 6, -1 / 3, -1 / 3, 0.5])
+    # one huge outlier moves its own rank only
+    assert shape_values(np.array([0.0, 1.0, 2.0, 1e9]), "rank") == pytest.approx([-0.5, -1 / 6, 1 / 6, 0.5])
+
+
+@pytest.fixture(scope="module")
+def real_setup(mini_corpus):
+    from mlopt.corpus import corpus_entries
+    from mlopt.problems import inlining
+    from mlopt.rollouts import trace_corpus
+    from mlopt.training import train_bc
+
+    ds = trace_corpus(mini_corpus, use_cache=False, workers=2, quiet=True)
+    bc = train_bc(ds, inlining.PROBLEM, epochs=3, hidden=(8,), heldout_fraction=0.0)
+    baseline = {m: int(s) for m, s in zip(ds.modules, ds.text_size)}
+    entries = [e for e in corpus_entries(mini_corpus) if e.name in baseline]
+    return bc.policy, entries[:3], entries[3:5], baseline
+
+
+@pytest.mark.llvm
+@pytest.mark.parametrize("kind", ["es", "ppo"])
+def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path, kind):
+    from mlopt.workers import make_pool
+
+    policy, train, validation, baseline = real_setup
+    out = {}
+    for workers in (1, 2):
+        run = tmp_path / f"w{workers}"
+        run.mkdir()
+        with make_pool(workers) as pool:
+            if kind == "es":
+                cfg = ESConfig(iterations=1, perturbations=3, modules_per_perturbation=3, sigma=2.0, seed=5)
+                trainer = ESTrainer(policy, train, baseline, run, cfg, validation=validation, pool=pool)
+            else:
+                cfg = PPOConfig(iterations=1, modules=3, lr=1e-2, temperature=3.0, seed=5)
+                trainer = PPOTrainer(policy, train, baseline, run, cfg, validation=validation, pool=pool)
+            trainer.run()
+        lines = [json.loads(s) for s in (run / "metrics.jsonl").read_text().splitlines()]
+        rate = "evaluations_per_s" if kind == "es" else "rollouts_per_s"
+        out[workers] = (trainer.theta.tobytes(), [{k: v for k, v in m.items() if k != rate} for m in lines])
+    assert out[1] == out[2]
+    m = out[1][1][1]
+    moved = out[1][0] != ESTrainer(policy, train, baseline, tmp_path, ESConfig()).theta.tobytes()
+    # ES moves exactly when its candidates differ (all tied: every rank equal, no gradient); PPO always
+    assert moved == (kind == "ppo" or m["candidate_delta_std"] > 0)
+    assert m["failed_modules"] == 0 and m["validation_delta_percent"] is not None
+    if kind == "ppo":
+        assert m["rows"] > 0 and m["modules"] == 3
+
+
+@pytest.mark.parametrize("kind", ["es", "ppo"])
+def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
+    def run(path, iterations, resume):
+        path.mkdir(exist_ok=True)
+        env = synthetic.SyntheticEnvironment()
+        start = synthetic.warm_start(TRAIN, epochs=3)
+        if kind == "es":
+            t = ESTrainer(start, TRAIN, _baseline(), path, ESConfig(iterations=iterations, seed=4),
+                          validation=VALIDATION, env=env)
+        else:
+            t = PPOTrainer(start, TRAIN, _baseline(), path, PPOConfig(iterations=iterations, modules=8, seed=4),
+                           validation=VALIDATION, env=env)
+        if resume:
+            assert t.resume()
+        t.run()
+        return t
+
+    straight = run(tmp_path / "a", 4, False)
+    run(tmp_path / "b", 2, False)
+    resumed = run(tmp_path / "b", 4, True)
+    assert resumed.theta.tobytes() == straight.theta.tobytes() and resumed.best == straight.best
+    best = [(tmp_path / side / "best" / "policy.npz").read_bytes() for side in "ab"]
+    assert best[0] == best[1]
+
+
+def test_run_directory_resume_force_or_neither(tmp_path):
+    from argparse import Namespace
+
+    from mlopt.cli._common import UsageError
+    from mlopt.cli.train import _start_run
+
+    out = tmp_path / "run"
+    with pytest.raises(UsageError, match="nothing to resume"):
+        _start_run(Namespace(resume=True, force=False), out)
+    _start_run(Namespace(resume=False, force=False), out).write_config({"kind": "es"})
+    (out / "checkpoint.npz").write_bytes(b"state")
+    (out / "best").mkdir()
+    (out / "best" / "policy.npz").write_bytes(b"best")
+    with pytest.raises(UsageError, match="--resume to continue it, --force to start over"):
+        _start_run(Namespace(resume=False, force=False), out)
+    with pytest.raises(UsageError, match="exclude each other"):
+        _start_run(Namespace(resume=True, force=True), out)
+    assert _start_run(Namespace(resume=True, force=False), out).path == out
+    assert (out / "checkpoint.npz").exists() and (out / "best" / "policy.npz").exists()  # resume keeps the state
+    _start_run(Namespace(resume=False, force=True), out)
+    assert not (out / "checkpoint.npz").exists() and not (out / "best").exists()  # force starts over
+    assert (out / "metrics.jsonl").read_text() == ""
+
+
+def test_distilled_smaller_network_decides_like_its_teacher():
+    from mlopt.training.distill import distill
+
+    teacher = synthetic.warm_start(TRAIN, hidden=(16,), epochs=30)
+    columns = {k: np.concatenate([m.batch()[k] for m in TRAIN]) for k in ("x0", "x1")}
+    small, agreement = distill(teacher, columns, (4,), epochs=40, batch_size=64, lr=1e-2)
+    assert [w.shape[0] for w, _ in small.layers] == [4, 2]
+    held = {k: np.concatenate([m.batch()[k] for m in HELD]) for k in ("x0", "x1")}
+    assert agreement > 0.95 and (small.decide(held) == teacher.decide(held)).mean() > 0.95
+
+
+def test_size_stratified_sampler_covers_every_stratum_round_robin():
+    from mlopt.rollouts.sampler import SizeStratifiedSampler
+
+    sizes = np.arange(100)[::-1] * 10.0  # module i has size 990 - 10 i
+    s = SizeStratifiedSampler(sizes, buckets=4, seed=7)
+    picked = s.sample(3, 8)
+    assert picked == s.sample(3, 8) and picked != s.sample(4, 8) and len(set(picked)) == 8
+    quartile = [int(3 - sizes[i] // 250) for i in picked]  # 0: the smallest sizes
+    assert sorted(quartile) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert s.counts(0, 6) == [2, 2, 1, 1] and s.counts(1, 6) == [1, 2, 2, 1]  # the remainder rotates
+    assert s.sample(0, 500) == list(range(100))
+
+
+@pytest.mark.llvm
+def test_cli_train_ppo_runs_resumes_and_refuses_a_silent_restart(real_setup, mini_corpus, tmp_path, capsys):
+    from mlopt.cli import main
+
+    policy = real_setup[0]
+    policy.save(tmp_path / "bc.npz")
+    args = ["train", "ppo", str(mini_corpus), "--init", str(tmp_path / "bc.npz"), "-o", str(tmp_path / "ppo"),
+            "--validation", str(mini_corpus), "--modules", "2", "--workers", "2", "--no-compile", "--quiet", "--json"]
+    assert main([*args, "--iterations", "1"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--iterations", "1"]) == 2  # an existing run: --resume or --force
+    assert "--resume to continue it, --force to start over" in capsys.readouterr().err
+    assert main([*args, "--iterations", "2", "--resume"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["iterations"] == 2 and summary["best_validation_delta_percent"] is not None
+    metrics = [json.loads(s) for s in (tmp_path / "ppo" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in metrics] == [0, 1, 2] and all(m["modules"] == 2 for m in metrics[1:])
+    assert main([*args, "--iterations", "1", "--force"]) == 0  # starts over
+    assert [json.loads(s)["iteration"] for s in (tmp_path / "ppo" / "metrics.jsonl").read_text().splitlines()] == [0, 1]
