@@ -1,0 +1,207 @@
+"""A program's machine-basic-block trace: how often each block (keyed by
+function name and MachineBasicBlock ID) ran in one recorded execution, plus
+the instructions executed outside the mapped functions (libc, ld.so, PLT,
+crt), which every variant's estimate adds unchanged.
+
+Recording runs the program once under valgrind's callgrind with
+``--dump-instr=yes`` (exact execution counts per instruction address, at
+link-time addresses for the executable and each shared object, so PIE needs
+no load-base arithmetic); a block's count is the count of its first
+instruction, its padding's count that of the first padding instruction.
+The order of blocks is not kept: an instruction-count model and a
+per-block cycles model only need counts.
+
+File (``.npz``, zip-compressed, every member CRC-checked): ``meta`` (JSON:
+the program's path, SHA-256 and arguments, exit code, totals, function
+names and CFGs of the traced build) and per block ``func``, ``id``,
+``count``, ``pad_count``, ``instrs``, ``pad_instrs`` (the traced build's
+instructions in the block and in its padding).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import OutputExistsError, RewardToolError, TraceError
+from .bbaddrmap import FunctionMap, block_table, read_bb_addr_map
+from .disasm import Disassembly
+from .elf import ElfImage
+
+FORMAT = "mlopt-bb-trace"
+VERSION = 1
+ARRAYS = ("func", "id", "count", "tail_count", "instrs", "two_branch", "pad_count", "pad_instrs")
+
+
+def executed(count, tail_count, instrs, two_branch, pad_count, pad_instrs) -> np.ndarray:
+    """Instructions executed per block (padding included): every instruction
+    of a block runs as often as its first, but the last of a block ending
+    ``jcc; jmp`` runs as often as recorded for it (``tail_count``)."""
+    count, tail = np.asarray(count, np.int64), np.asarray(tail_count, np.int64)
+    instrs, tb = np.asarray(instrs, np.int64), np.asarray(two_branch, np.int64)
+    return count * (instrs - tb) + tail * tb + np.asarray(pad_count, np.int64) * np.asarray(pad_instrs, np.int64)
+
+
+def cfg_digest(f: FunctionMap) -> str:
+    import hashlib
+
+    return hashlib.sha256(repr(f.cfg()).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Trace:
+    program: str
+    sha256: str
+    args: list[str]
+    exit_code: int
+    total_instructions: int          # everything callgrind counted (Ir)
+    outside_instructions: int        # outside the mapped functions' blocks and padding
+    functions: list[str]             # the program's mapped functions (all, executed or not)
+    cfgs: list[str]                  # cfg_digest per function
+    successors: bool                 # the map had successor IDs (-pgo-analysis-map=br-prob)
+    arrays: dict[str, np.ndarray] = field(repr=False)
+    record_seconds: float = 0.0
+    tool: str = "valgrind --tool=callgrind"
+
+    # -- derived -------------------------------------------------------------------
+    def mapped_instructions(self) -> int:
+        """The traced build's instructions executed in mapped blocks, as the
+        estimate models them (``total - outside``)."""
+        return int(executed(*(self.arrays[k] for k in ARRAYS[2:])).sum())
+
+    def meta(self) -> dict:
+        return {"format": FORMAT, "version": VERSION, "program": self.program, "sha256": self.sha256,
+                "args": self.args, "exit_code": self.exit_code, "total_instructions": self.total_instructions,
+                "outside_instructions": self.outside_instructions, "functions": self.functions,
+                "cfgs": self.cfgs, "successors": self.successors, "record_seconds": self.record_seconds,
+                "tool": self.tool}
+
+    # -- file ----------------------------------------------------------------------
+    def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
+        path = Path(path)
+        if path.exists() and not overwrite:
+            raise OutputExistsError(path, "pass --force to replace it")
+        buf = io.BytesIO()
+        np.savez_compressed(buf, meta=np.frombuffer(json.dumps(self.meta()).encode(), np.uint8),
+                            **{k: self.arrays[k] for k in ARRAYS})
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(buf.getvalue())
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Trace:
+        where = os.fsdecode(path)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                names = set(z.files)
+                if "meta" not in names or not set(ARRAYS) <= names:
+                    raise TraceError(f"{where}: not an mlopt basic-block trace (members {sorted(names)})")
+                meta = json.loads(bytes(z["meta"]).decode())
+                arrays = {k: z[k] for k in ARRAYS}
+        except TraceError:
+            raise
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, zipfile.LargeZipFile) as e:
+            if isinstance(e, FileNotFoundError):
+                raise
+            raise TraceError(f"{where}: not a readable trace file (truncated or corrupt: {e})") from None
+        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+            raise TraceError(f"{where}: format {meta.get('format')!r} version {meta.get('version')!r}, "
+                             f"expected {FORMAT} {VERSION}")
+        n = len(arrays["func"])
+        if any(len(v) != n for v in arrays.values()) or (n and int(arrays["func"].max()) >= len(meta["functions"])):
+            raise TraceError(f"{where}: inconsistent block arrays")
+        keys = ("program", "sha256", "args", "exit_code", "total_instructions", "outside_instructions",
+                "functions", "cfgs", "successors", "record_seconds", "tool")
+        return cls(**{k: meta[k] for k in keys}, arrays=arrays)
+
+
+# -- recording ------------------------------------------------------------------------
+
+def valgrind() -> str:
+    path = shutil.which("valgrind")
+    if path is None:
+        raise RewardToolError("valgrind not found on PATH (Debian package valgrind)")
+    return path
+
+
+def read_callgrind(path: str | os.PathLike, obj: str) -> tuple[dict[int, int], int]:
+    """(self instruction counts by address in object ``obj``, total Ir) of a
+    callgrind profile written with --dump-instr=yes --dump-line=no
+    --compress-strings=no --compress-pos=no --collect-jumps=no."""
+    counts: dict[int, int] = {}
+    total = None
+    current = None
+    skip = False
+    with open(path) as f:
+        for line in f:
+            c = line[:1]
+            if c == "0":
+                if skip:
+                    skip = False
+                    continue
+                if current:
+                    addr, n = line.split()
+                    a = int(addr, 16)
+                    counts[a] = counts.get(a, 0) + int(n)
+            elif line.startswith("ob="):
+                current = os.path.realpath(line[3:].strip()) == obj
+            elif line.startswith("calls="):
+                skip = True  # the next line is the call's inclusive cost
+            elif line.startswith(("summary:", "totals:")):
+                total = int(line.split()[1])
+    if total is None:
+        raise RewardToolError(f"{path}: callgrind wrote no totals (the run was cut short?)")
+    return counts, total
+
+
+def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr=None) -> Trace:
+    """Run ``program args`` once under callgrind and return its block trace."""
+    exe = shutil.which(program) if os.sep not in program else program
+    if exe is None or not os.path.isfile(exe):
+        raise TraceError(f"{program}: no such program")
+    exe = os.path.realpath(exe)
+    image = ElfImage(exe)
+    functions = read_bb_addr_map(exe, image)  # refuses a binary without maps before running anything
+    table = block_table(functions)
+    dis = Disassembly(exe, llvm)
+    with tempfile.TemporaryDirectory(prefix="mlopt-trace-") as tmp:
+        out, log = os.path.join(tmp, "callgrind.out"), os.path.join(tmp, "valgrind.log")
+        cmd = [valgrind(), "--tool=callgrind", "--dump-instr=yes", "--dump-line=no", "--collect-jumps=no",
+               "--compress-strings=no", "--compress-pos=no", f"--callgrind-out-file={out}", f"--log-file={log}",
+               exe, *args]
+        t = time.perf_counter()
+        r = subprocess.run(cmd, stdout=stdout, stderr=stderr)
+        seconds = time.perf_counter() - t
+        if not os.path.exists(out):
+            text = Path(log).read_text(errors="replace").strip().splitlines() if os.path.exists(log) else []
+            raise RewardToolError(f"valgrind wrote no profile for {program} (exit {r.returncode}): "
+                                  f"{text[-1] if text else 'no log'}")
+        counts, total = read_callgrind(out, exe)
+    starts, ends, pads = table["start"], table["end"], table["pad_start"]
+    count = np.fromiter((counts.get(int(a), 0) for a in starts), np.int64, len(starts))
+    pad_count = np.fromiter((counts.get(int(p), 0) if p < a else 0 for p, a in zip(pads, starts)), np.int64,
+                            len(starts))
+    instrs = dis.counts(starts, ends).astype(np.int32)
+    last = np.searchsorted(dis.addresses, ends, "left") - 1
+    tail_count = np.fromiter((counts.get(int(dis.addresses[i]), 0) if n else 0 for i, n in zip(last, instrs)),
+                             np.int64, len(starts))
+    arrays = {"func": table["func"], "id": table["id"], "count": count, "tail_count": tail_count,
+              "pad_count": pad_count, "instrs": instrs, "two_branch": dis.two_branch_ends(starts, ends),
+              "pad_instrs": dis.counts(pads, starts).astype(np.int32)}
+    inside = int(executed(*(arrays[k] for k in ARRAYS[2:])).sum())
+    return Trace(program=exe, sha256=image.sha256(), args=list(args), exit_code=r.returncode,
+                 total_instructions=total, outside_instructions=total - inside,
+                 functions=[f.name for f in functions], cfgs=[cfg_digest(f) for f in functions],
+                 successors=all(f.has_successors for f in functions), arrays=arrays, record_seconds=seconds)
+
