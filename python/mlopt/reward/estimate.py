@@ -124,7 +124,7 @@ def estimate(trace: Trace, binary: str | os.PathLike, *, cpu: str | None = None,
         scaled_instr += s
         scaled_funcs.append((vf, s))
     mt, mv = np.asarray(matched_trace, np.int64), np.asarray(matched_rows, np.int64)
-    count, tail, pad_count = a["count"][mt], a["tail_count"][mt], a["pad_count"][mt]
+    count, tail, pad_count = a["count"][mt], a["tail_count"][mt], a["fall_in"][mt]
     mapped = int(executed(count, tail, v_instrs[mv], v_two[mv], pad_count, v_pad[mv]).sum()) + round(scaled_instr)
     instructions = mapped + trace.outside_instructions
 

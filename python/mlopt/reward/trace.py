@@ -14,8 +14,11 @@ per-block cycles model only need counts.
 File (``.npz``, zip-compressed, every member CRC-checked): ``meta`` (JSON:
 the program's path, SHA-256 and arguments, exit code, totals, function
 names and CFGs of the traced build) and per block ``func``, ``id``,
-``count``, ``pad_count``, ``instrs``, ``pad_instrs`` (the traced build's
-instructions in the block and in its padding).
+``count`` (of its first instruction), ``tail_count`` (of its last),
+``fall_in`` (entries by falling through from the previous block: the last
+instruction's count minus its taken jumps, from callgrind's jump counts),
+``instrs``, ``two_branch``, ``pad_instrs`` (the traced build's instructions
+in the block and in its padding).
 """
 
 from __future__ import annotations
@@ -40,16 +43,18 @@ from .elf import ElfImage
 
 FORMAT = "mlopt-bb-trace"
 VERSION = 1
-ARRAYS = ("func", "id", "count", "tail_count", "instrs", "two_branch", "pad_count", "pad_instrs")
+ARRAYS = ("func", "id", "count", "tail_count", "instrs", "two_branch", "fall_in", "pad_instrs")
 
 
-def executed(count, tail_count, instrs, two_branch, pad_count, pad_instrs) -> np.ndarray:
+def executed(count, tail_count, instrs, two_branch, fall_in, pad_instrs) -> np.ndarray:
     """Instructions executed per block (padding included): every instruction
     of a block runs as often as its first, but the last of a block ending
-    ``jcc; jmp`` runs as often as recorded for it (``tail_count``)."""
+    ``jcc; jmp`` runs as often as recorded for it (``tail_count``); the
+    alignment padding before a block runs each time execution falls through
+    from the previous block (``fall_in``), whichever build has padding."""
     count, tail = np.asarray(count, np.int64), np.asarray(tail_count, np.int64)
     instrs, tb = np.asarray(instrs, np.int64), np.asarray(two_branch, np.int64)
-    return count * (instrs - tb) + tail * tb + np.asarray(pad_count, np.int64) * np.asarray(pad_instrs, np.int64)
+    return count * (instrs - tb) + tail * tb + np.asarray(fall_in, np.int64) * np.asarray(pad_instrs, np.int64)
 
 
 def cfg_digest(f: FunctionMap) -> str:
@@ -135,20 +140,29 @@ def valgrind() -> str:
     return path
 
 
-def read_callgrind(path: str | os.PathLike, obj: str) -> tuple[dict[int, int], int]:
-    """(self instruction counts by address in object ``obj``, total Ir) of a
-    callgrind profile written with --dump-instr=yes --dump-line=no
-    --compress-strings=no --compress-pos=no --collect-jumps=no."""
+def read_callgrind(path: str | os.PathLike, obj: str) -> tuple[dict[int, int], dict[int, int], int]:
+    """(self instruction counts by address in object ``obj``, taken jumps by
+    source address in it, total Ir) of a callgrind profile written with
+    --dump-instr=yes --dump-line=no --compress-strings=no --compress-pos=no
+    --collect-jumps=yes."""
     counts: dict[int, int] = {}
+    taken: dict[int, int] = {}
     total = None
     current = None
     skip = False
+    jump = 0
     with open(path) as f:
         for line in f:
             c = line[:1]
             if c == "0":
-                if skip:
+                if skip:  # the call's inclusive cost
                     skip = False
+                    continue
+                if jump:  # the source of the jump before
+                    if current:
+                        a = int(line.split()[0], 16)
+                        taken[a] = taken.get(a, 0) + max(jump, 0)
+                    jump = 0
                     continue
                 if current:
                     addr, n = line.split()
@@ -158,16 +172,20 @@ def read_callgrind(path: str | os.PathLike, obj: str) -> tuple[dict[int, int], i
                 current = os.path.realpath(line[3:].strip()) == obj
             elif line.startswith("calls="):
                 skip = True  # the next line is the call's inclusive cost
+            elif line.startswith("jump="):
+                jump = int(line[5:].split()[0]) or -1
+            elif line.startswith("jcnd="):
+                jump = int(line[5:].split("/")[0]) or -1
             elif line.startswith(("summary:", "totals:")):
                 total = int(line.split()[1])
     if total is None:
         raise RewardToolError(f"{path}: callgrind wrote no totals (the run was cut short?)")
-    return counts, total
+    return counts, taken, total
 
 
 def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr=None) -> Trace:
     """Run ``program args`` once under callgrind and return its block trace."""
-    exe = shutil.which(program) if os.sep not in program else program
+    exe = (shutil.which(program) or program) if os.sep not in program else program
     if exe is None or not os.path.isfile(exe):
         raise TraceError(f"{program}: no such program")
     exe = os.path.realpath(exe)
@@ -177,7 +195,7 @@ def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr
     dis = Disassembly(exe, llvm)
     with tempfile.TemporaryDirectory(prefix="mlopt-trace-") as tmp:
         out, log = os.path.join(tmp, "callgrind.out"), os.path.join(tmp, "valgrind.log")
-        cmd = [valgrind(), "--tool=callgrind", "--dump-instr=yes", "--dump-line=no", "--collect-jumps=no",
+        cmd = [valgrind(), "--tool=callgrind", "--dump-instr=yes", "--dump-line=no", "--collect-jumps=yes",
                "--compress-strings=no", "--compress-pos=no", f"--callgrind-out-file={out}", f"--log-file={log}",
                exe, *args]
         t = time.perf_counter()
@@ -187,17 +205,16 @@ def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr
             text = Path(log).read_text(errors="replace").strip().splitlines() if os.path.exists(log) else []
             raise RewardToolError(f"valgrind wrote no profile for {program} (exit {r.returncode}): "
                                   f"{text[-1] if text else 'no log'}")
-        counts, total = read_callgrind(out, exe)
+        counts, taken, total = read_callgrind(out, exe)
     starts, ends, pads = table["start"], table["end"], table["pad_start"]
     count = np.fromiter((counts.get(int(a), 0) for a in starts), np.int64, len(starts))
-    pad_count = np.fromiter((counts.get(int(p), 0) if p < a else 0 for p, a in zip(pads, starts)), np.int64,
-                            len(starts))
+    fall_in = _fall_in(table, dis, counts, taken)
     instrs = dis.counts(starts, ends).astype(np.int32)
     last = np.searchsorted(dis.addresses, ends, "left") - 1
     tail_count = np.fromiter((counts.get(int(dis.addresses[i]), 0) if n else 0 for i, n in zip(last, instrs)),
                              np.int64, len(starts))
     arrays = {"func": table["func"], "id": table["id"], "count": count, "tail_count": tail_count,
-              "pad_count": pad_count, "instrs": instrs, "two_branch": dis.two_branch_ends(starts, ends),
+              "fall_in": fall_in, "instrs": instrs, "two_branch": dis.two_branch_ends(starts, ends),
               "pad_instrs": dis.counts(pads, starts).astype(np.int32)}
     inside = int(executed(*(arrays[k] for k in ARRAYS[2:])).sum())
     return Trace(program=exe, sha256=image.sha256(), args=list(args), exit_code=r.returncode,
@@ -205,3 +222,24 @@ def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr
                  functions=[f.name for f in functions], cfgs=[cfg_digest(f) for f in functions],
                  successors=all(f.has_successors for f in functions), arrays=arrays, record_seconds=seconds)
 
+
+
+def _fall_in(table: dict, dis: Disassembly, counts: dict[int, int], taken: dict[int, int]) -> np.ndarray:
+    """Per block: how often execution fell through into it from the block
+    laid out before it in the same function (its last instruction's count
+    minus the times it jumped; 0 after a return or an unconditional jump)."""
+    out = np.zeros(len(table["start"]), np.int64)
+    func, starts = table["func"], table["start"]
+    for k in range(1, len(starts)):
+        if func[k] != func[k - 1]:
+            continue
+        i = int(np.searchsorted(dis.addresses, starts[k], "left")) - 1  # the last instruction before the block
+        if i < 0 or dis.addresses[i] < starts[k - 1]:
+            continue  # the previous block (and its padding) is empty
+        last = dis.lines[i]
+        op = last.split(" ", 1)[0]
+        if op.startswith(("ret", "jmp", "ud2", "hlt")) or last.startswith("notrack jmp"):
+            continue
+        a = int(dis.addresses[i])
+        out[k] = max(counts.get(a, 0) - taken.get(a, 0), 0)
+    return out
