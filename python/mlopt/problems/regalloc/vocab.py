@@ -16,4 +16,4 @@ GENERIC_BOUNDARIES = np.concatenate([np.linspace(0.0, 1.0, 21), 2.0 ** np.arange
 
 
 def generic_vocab() -> Vocab:
-    return Vocab({name: GENERIC_BOUNDARIES for name in FEATURES}, features=FEATURES)
+    return Vocab(dict.fromkeys(FEATURES, GENERIC_BOUNDARIES), features=FEATURES)
