@@ -66,6 +66,15 @@ def build(out: Path, srcs: list[Path], cflags: list[str], extra: list[str], clan
     return out
 
 
+def cpu_call(fn):
+    """(result, wall seconds, CPU seconds of this process and its children)."""
+    t, c = time.perf_counter(), os.times()
+    r = fn()
+    d = os.times()
+    return r, time.perf_counter() - t, (d.user - c.user + d.system - c.system + d.children_user - c.children_user
+                                        + d.children_system - c.children_system)
+
+
 def spearman(a, b) -> float:
     def ranks(x):
         x = np.asarray(x, float)
@@ -125,22 +134,22 @@ def main() -> int:
     trace = Trace.load(trace_path)
     rows = {}
     for name, exe in exes.items():
-        e = estimate(trace, exe, cpu=args.cpu)
-        e2 = estimate(trace, exe, cpu=args.cpu)  # the llvm-mca costs cached: the steady-state estimate time
+        e, _, cpu1 = cpu_call(lambda: estimate(trace, exe, cpu=args.cpu))
+        # the llvm-mca costs cached: the steady-state estimate time
+        e2, _, cpu2 = cpu_call(lambda: estimate(trace, exe, cpu=args.cpu))
         rows[name] = {"predicted": e.instructions, "cycles": e.cycles, "cfg_differs": e.cfg_differs,
-                      "estimate_s": e.seconds, "estimate_cached_s": e2.seconds, "correct": correct[name],
-                      "cpu": e.cpu}
+                      "estimate_s": e.seconds, "estimate_cached_s": e2.seconds, "estimate_cpu_s": cpu1,
+                      "estimate_cached_cpu_s": cpu2, "correct": correct[name], "cpu": e.cpu}
     for name, exe in exes.items():
-        t = time.perf_counter()
-        m = record(str(exe), run_args, stdout=subprocess.DEVNULL)
-        rows[name]["valgrind_s"] = time.perf_counter() - t
+        m, rows[name]["valgrind_s"], rows[name]["valgrind_cpu_s"] = cpu_call(
+            lambda: record(str(exe), run_args, stdout=subprocess.DEVNULL))
         rows[name]["measured"] = m.total_instructions
         rows[name]["error_pct"] = 100 * (rows[name]["predicted"] - m.total_instructions) / m.total_instructions
     for _ in range(args.runs):
         for name, exe in exes.items():
-            t = time.perf_counter()
-            subprocess.run([exe, *run_args], capture_output=True, check=True)
-            rows[name].setdefault("times", []).append(time.perf_counter() - t)
+            _, wall, cpu = cpu_call(lambda: subprocess.run([exe, *run_args], capture_output=True, check=True))
+            rows[name].setdefault("times", []).append(wall)
+            rows[name].setdefault("cpu_times", []).append(cpu)
 
     base = rows["default"]
     print(f"\n{args.program}, {len(rows)} variants, run '{' '.join(run_args)}', trace {trace_s:.1f} s under "
@@ -167,10 +176,18 @@ def main() -> int:
         "estimate_cached_s_mean": statistics.mean(rows[n]["estimate_cached_s"] for n in names),
         "valgrind_s_mean": statistics.mean(rows[n]["valgrind_s"] for n in names),
         "native_s_mean": statistics.mean(tim),
+        "estimate_cached_cpu_s_mean": statistics.mean(rows[n]["estimate_cached_cpu_s"] for n in names),
+        "valgrind_cpu_s_mean": statistics.mean(rows[n]["valgrind_cpu_s"] for n in names),
+        "native_cpu_s_mean": statistics.mean(statistics.mean(rows[n]["cpu_times"]) for n in names),
+        "rho_pred_instr_vs_cpu_time": spearman(pred, [statistics.mean(rows[n]["cpu_times"]) for n in names]),
+        "rho_pred_cycles_vs_cpu_time": spearman(cyc, [statistics.mean(rows[n]["cpu_times"]) for n in names]),
+        "load_average": os.getloadavg()[0],
         "cfg_differs": sorted({f for n in names for f in rows[n]["cfg_differs"]}),
     }
     summary["speedup_vs_valgrind"] = summary["valgrind_s_mean"] / summary["estimate_cached_s_mean"]
     summary["speedup_vs_native"] = summary["native_s_mean"] / summary["estimate_cached_s_mean"]
+    summary["cpu_speedup_vs_valgrind"] = summary["valgrind_cpu_s_mean"] / summary["estimate_cached_cpu_s_mean"]
+    summary["cpu_speedup_vs_native"] = summary["native_cpu_s_mean"] / summary["estimate_cached_cpu_s_mean"]
     print(json.dumps(summary, indent=2))
     (out / f"{args.program}_summary.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=2))
     return 0

@@ -82,6 +82,10 @@ class _Reader:
         return int.from_bytes(self.data[self.pos - 8:self.pos], "little")
 
     def uleb(self) -> int:
+        data, pos = self.data, self.pos
+        if pos < len(data) and data[pos] < 0x80:  # the common one-byte case
+            self.pos = pos + 1
+            return data[pos]
         value = shift = 0
         while True:
             byte = self.u8()

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import RewardToolError
 
-_LINE = re.compile(r"^\s*([0-9a-f]+):\s+(\S.*)$")
+_LINE = re.compile(r"^ *([0-9a-f]+):\s+(\S[^\n]*)$", re.M)
 _SYMBOL = re.compile(r"\s*<[^>]*>")
 
 
@@ -35,17 +35,14 @@ class Disassembly:
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise RewardToolError(f"{' '.join(cmd)} failed: {r.stderr.strip().splitlines()[-1:] or r.returncode}")
-        addresses, lines = [], []
-        for line in r.stdout.splitlines():
-            m = _LINE.match(line)
-            if m is None:
-                continue
-            text = m.group(2).split("#", 1)[0]
-            addresses.append(int(m.group(1), 16))
-            lines.append(_SYMBOL.sub("", text).strip().replace("\t", " "))
-        order = np.argsort(np.asarray(addresses, dtype=np.int64), kind="stable")
-        self.addresses = np.asarray(addresses, dtype=np.int64)[order]
-        self.lines = [lines[i] for i in order]
+        pairs = _LINE.findall(r.stdout)
+        addresses = np.fromiter((int(a, 16) for a, _ in pairs), np.int64, len(pairs))
+        raw = [t for _, t in pairs]
+        if len(addresses) > 1 and np.any(np.diff(addresses) < 0):
+            order = np.argsort(addresses, kind="stable")
+            addresses, raw = addresses[order], [raw[i] for i in order]
+        self.addresses = addresses
+        self.lines = raw  # as printed; text() cleans the lines it returns
 
     def _span(self, start: int, end: int) -> tuple[int, int]:
         return (int(np.searchsorted(self.addresses, start, "left")),
@@ -66,14 +63,19 @@ class Disassembly:
         hi = np.searchsorted(self.addresses, ends, "left")
         out = np.zeros(len(starts), np.int8)
         for k in np.nonzero(hi - lo >= 2)[0]:
-            last, before = self.lines[hi[k] - 1], self.lines[hi[k] - 2]
+            last, before = _clean(self.lines[hi[k] - 1]), _clean(self.lines[hi[k] - 2])
             if _is_jump(last) and not _is_conditional(last) and _is_conditional(before):
                 out[k] = 1
         return out
 
     def text(self, start: int, end: int) -> list[str]:
         lo, hi = self._span(start, end)
-        return self.lines[lo:hi]
+        return [_clean(line) for line in self.lines[lo:hi]]
+
+
+def _clean(line: str) -> str:
+    """Re-assemblable text: no ``# comment``, no ``<symbol+off>``, spaces."""
+    return _SYMBOL.sub("", line.split("#", 1)[0]).strip().replace("\t", " ")
 
 
 def _is_jump(line: str) -> bool:

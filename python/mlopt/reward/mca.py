@@ -11,6 +11,7 @@ cannot analyse costs one cycle per instruction and is counted in
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -26,6 +27,7 @@ CALL_LATENCY = 3
 BATCH = 2000
 
 
+@functools.lru_cache(maxsize=None)
 def host_cpu(llvm: int = 19) -> str:
     """The CPU llvm-mca's ``-mcpu=native`` means here (e.g. znver4)."""
     r = subprocess.run([tool("llvm-mca", llvm), "--version"], capture_output=True, text=True)
@@ -53,16 +55,18 @@ class CycleModel:
                 self._costs = json.loads(self._path.read_text())
             except (OSError, ValueError):
                 self._costs = {}
-        self._check_cpu()
+        if not self._costs:
+            self._check_cpu()
 
     def _check_cpu(self):
-        r = self._run(["nop"] * 1)
-        if r is None:
+        if self._run(["nop"]) is None:
             raise RewardToolError(f"llvm-mca-{self.llvm} cannot model -mcpu={self.cpu}")
 
     def costs(self, blocks: dict[str, list[str]]) -> dict[str, float]:
         """Cycles per execution of each block (key: hex of its bytes; value: its instructions)."""
         todo = [k for k in blocks if k not in self._costs]
+        if todo and self._costs:
+            self._check_cpu()  # a cache from an earlier run does not prove the CPU
         for i in range(0, len(todo), BATCH):
             batch = todo[i:i + BATCH]
             got = self._run_many([blocks[k] for k in batch])

@@ -236,7 +236,7 @@ def _fall_in(table: dict, dis: Disassembly, counts: dict[int, int], taken: dict[
         i = int(np.searchsorted(dis.addresses, starts[k], "left")) - 1  # the last instruction before the block
         if i < 0 or dis.addresses[i] < starts[k - 1]:
             continue  # the previous block (and its padding) is empty
-        last = dis.lines[i]
+        last = dis.lines[i].replace("\t", " ").strip()
         op = last.split(" ", 1)[0]
         if op.startswith(("ret", "jmp", "ud2", "hlt")) or last.startswith("notrack jmp"):
             continue
