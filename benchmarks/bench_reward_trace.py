@@ -66,10 +66,10 @@ def build(out: Path, srcs: list[Path], cflags: list[str], extra: list[str], clan
     return out
 
 
-def cpu_call(fn):
-    """(result, wall seconds, CPU seconds of this process and its children)."""
+def cpu_call(fn, *a, **kw):
+    """(fn's result, wall seconds, CPU seconds of this process and its children)."""
     t, c = time.perf_counter(), os.times()
-    r = fn()
+    r = fn(*a, **kw)
     d = os.times()
     return r, time.perf_counter() - t, (d.user - c.user + d.system - c.system + d.children_user - c.children_user
                                         + d.children_system - c.children_system)
@@ -134,20 +134,21 @@ def main() -> int:
     trace = Trace.load(trace_path)
     rows = {}
     for name, exe in exes.items():
-        e, _, cpu1 = cpu_call(lambda: estimate(trace, exe, cpu=args.cpu))
+        e, _, cpu1 = cpu_call(estimate, trace, exe, cpu=args.cpu)
         # the llvm-mca costs cached: the steady-state estimate time
-        e2, _, cpu2 = cpu_call(lambda: estimate(trace, exe, cpu=args.cpu))
+        e2, _, cpu2 = cpu_call(estimate, trace, exe, cpu=args.cpu)
         rows[name] = {"predicted": e.instructions, "cycles": e.cycles, "cfg_differs": e.cfg_differs,
                       "estimate_s": e.seconds, "estimate_cached_s": e2.seconds, "estimate_cpu_s": cpu1,
                       "estimate_cached_cpu_s": cpu2, "correct": correct[name], "cpu": e.cpu}
     for name, exe in exes.items():
         m, rows[name]["valgrind_s"], rows[name]["valgrind_cpu_s"] = cpu_call(
-            lambda: record(str(exe), run_args, stdout=subprocess.DEVNULL))
+            record, str(exe), run_args, stdout=subprocess.DEVNULL)
         rows[name]["measured"] = m.total_instructions
         rows[name]["error_pct"] = 100 * (rows[name]["predicted"] - m.total_instructions) / m.total_instructions
     for _ in range(args.runs):
         for name, exe in exes.items():
-            _, wall, cpu = cpu_call(lambda: subprocess.run([exe, *run_args], capture_output=True, check=True))
+            _, wall, cpu = cpu_call(subprocess.run, [exe, *run_args], capture_output=True,
+                                    check=True)
             rows[name].setdefault("times", []).append(wall)
             rows[name].setdefault("cpu_times", []).append(cpu)
 

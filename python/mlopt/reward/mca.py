@@ -27,7 +27,7 @@ CALL_LATENCY = 3
 BATCH = 2000
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_cpu(llvm: int = 19) -> str:
     """The CPU llvm-mca's ``-mcpu=native`` means here (e.g. znver4)."""
     r = subprocess.run([tool("llvm-mca", llvm), "--version"], capture_output=True, text=True)
