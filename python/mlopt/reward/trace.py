@@ -75,7 +75,7 @@ class Trace:
     cfgs: list[str]                  # cfg_digest per function
     successors: bool                 # the map had successor IDs (-pgo-analysis-map=br-prob)
     arrays: dict[str, np.ndarray] = field(repr=False)
-    record_seconds: float = 0.0
+    record_seconds: float = 0.0      # not saved: the same run gives the same file
     tool: str = "valgrind --tool=callgrind"
 
     # -- derived -------------------------------------------------------------------
@@ -88,8 +88,7 @@ class Trace:
         return {"format": FORMAT, "version": VERSION, "program": self.program, "sha256": self.sha256,
                 "args": self.args, "exit_code": self.exit_code, "total_instructions": self.total_instructions,
                 "outside_instructions": self.outside_instructions, "functions": self.functions,
-                "cfgs": self.cfgs, "successors": self.successors, "record_seconds": self.record_seconds,
-                "tool": self.tool}
+                "cfgs": self.cfgs, "successors": self.successors, "tool": self.tool}
 
     # -- file ----------------------------------------------------------------------
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
@@ -127,7 +126,7 @@ class Trace:
         if any(len(v) != n for v in arrays.values()) or (n and int(arrays["func"].max()) >= len(meta["functions"])):
             raise TraceError(f"{where}: inconsistent block arrays")
         keys = ("program", "sha256", "args", "exit_code", "total_instructions", "outside_instructions",
-                "functions", "cfgs", "successors", "record_seconds", "tool")
+                "functions", "cfgs", "successors", "tool")
         return cls(**{k: meta[k] for k in keys}, arrays=arrays)
 
 
