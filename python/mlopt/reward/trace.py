@@ -139,13 +139,16 @@ def valgrind() -> str:
     return path
 
 
-def read_callgrind(path: str | os.PathLike, obj: str) -> tuple[dict[int, int], dict[int, int], int]:
+def read_callgrind(path: str | os.PathLike, obj: str) -> tuple[dict[int, int], dict[int, int], dict, int]:
     """(self instruction counts by address in object ``obj``, taken jumps by
-    source address in it, total Ir) of a callgrind profile written with
+    source address in it, taken jumps by (source, target) address, total Ir)
+    of a callgrind profile written with
     --dump-instr=yes --dump-line=no --compress-strings=no --compress-pos=no
     --collect-jumps=yes."""
     counts: dict[int, int] = {}
     taken: dict[int, int] = {}
+    edges: dict[tuple[int, int], int] = {}
+    target = 0
     total = None
     current = None
     skip = False
@@ -161,6 +164,7 @@ def read_callgrind(path: str | os.PathLike, obj: str) -> tuple[dict[int, int], d
                     if current:
                         a = int(line.split()[0], 16)
                         taken[a] = taken.get(a, 0) + max(jump, 0)
+                        edges[a, target] = edges.get((a, target), 0) + max(jump, 0)
                     jump = 0
                     continue
                 if current:
@@ -172,14 +176,16 @@ def read_callgrind(path: str | os.PathLike, obj: str) -> tuple[dict[int, int], d
             elif line.startswith("calls="):
                 skip = True  # the next line is the call's inclusive cost
             elif line.startswith("jump="):
-                jump = int(line[5:].split()[0]) or -1
+                n, target = line[5:].split()[:2]
+                jump, target = int(n) or -1, int(target, 16)
             elif line.startswith("jcnd="):
-                jump = int(line[5:].split("/")[0]) or -1
+                n, target = line[5:].split()[:2]
+                jump, target = int(n.split("/")[0]) or -1, int(target, 16)
             elif line.startswith(("summary:", "totals:")):
                 total = int(line.split()[1])
     if total is None:
         raise RewardToolError(f"{path}: callgrind wrote no totals (the run was cut short?)")
-    return counts, taken, total
+    return counts, taken, edges, total
 
 
 def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr=None) -> Trace:
@@ -204,11 +210,12 @@ def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr
             text = Path(log).read_text(errors="replace").strip().splitlines() if os.path.exists(log) else []
             raise RewardToolError(f"valgrind wrote no profile for {program} (exit {r.returncode}): "
                                   f"{text[-1] if text else 'no log'}")
-        counts, taken, total = read_callgrind(out, exe)
+        counts, taken, edges, total = read_callgrind(out, exe)
     starts, ends, pads = table["start"], table["end"], table["pad_start"]
     count = np.fromiter((counts.get(int(a), 0) for a in starts), np.int64, len(starts))
     fall_in = _fall_in(table, dis, counts, taken)
     instrs = dis.counts(starts, ends).astype(np.int32)
+    _count_empty_blocks(count, instrs, fall_in, table, functions, edges)
     last = np.searchsorted(dis.addresses, ends, "left") - 1
     tail_count = np.fromiter((counts.get(int(dis.addresses[i]), 0) if n else 0 for i, n in zip(last, instrs)),
                              np.int64, len(starts))
@@ -242,3 +249,31 @@ def _fall_in(table: dict, dis: Disassembly, counts: dict[int, int], taken: dict[
         a = int(dis.addresses[i])
         out[k] = max(counts.get(a, 0) - taken.get(a, 0), 0)
     return out
+
+
+def _count_empty_blocks(count, instrs, fall_in, table: dict, functions: list[FunctionMap], edges: dict) -> None:
+    """An empty block (no instructions in the traced build; a variant may put
+    copies there) shares its address with the next block, so its first
+    instruction's count is that block's. Its entries instead: fall-throughs
+    into it plus the taken jumps to its address from blocks that list it as
+    a successor and not the block after it (from the map's successor IDs)."""
+    empty = np.nonzero(instrs == 0)[0]
+    if not len(empty):
+        return
+    starts = table["start"]
+    succ = [b.successors or () for f in functions for b in f.blocks]
+    by_target: dict[int, list[tuple[int, int]]] = {}
+    for (src, tgt), n in edges.items():
+        by_target.setdefault(tgt, []).append((src, n))
+    for k in empty:
+        entries = int(fall_in[k])
+        after, j = set(), k + 1
+        while j < len(starts) and starts[j] == starts[k] and table["func"][j] == table["func"][k]:
+            after.add(int(table["id"][j]))
+            j += 1
+        bid = int(table["id"][k])
+        for src, n in by_target.get(int(starts[k]), ()):
+            p = int(np.searchsorted(starts, src, "right")) - 1
+            if p >= 0 and table["func"][p] == table["func"][k] and bid in succ[p] and not after & set(succ[p]):
+                entries += n
+        count[k] = entries
