@@ -26,6 +26,7 @@ _HOMES = {
         "MloptError", "CompileError", "CorpusError", "FeatureError", "IR2VecVocabError", "InteractiveError",
         "LogFormatError", "LogUsageError", "ModelFormatError", "ModuleError", "NativeModuleError", "OutputExistsError",
         "PluginNotFoundError", "PolicyCompileError", "PolicyError", "ProblemError", "SpecError", "VocabError",
+        "BBAddrMapError", "TraceError", "RewardToolError", "RewardUnsupportedError",
         "MloptWarning", "TruncatedLogWarning"),
     "mlopt.log": ("Log", "LogHeader", "LogStream", "LogView", "LogWriter", "Observation", "TensorSpec", "read_log"),
     "mlopt.policy": ("LoadedPolicy", "MLPPolicy", "Vocab", "compile_policy"),  # problem-neutral
@@ -36,7 +37,7 @@ _HOMES = {
                        "compile", "compile_many", "function_properties", "inline_features", "load_policy"),
 }
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names}
-_SUBPACKAGES = ("cli", "compiler", "corpus", "errors", "log", "policy", "problems", "tflite")
+_SUBPACKAGES = ("cli", "compiler", "corpus", "errors", "log", "policy", "problems", "reward", "tflite")
 
 __all__ = sorted([*_EXPORTS, "__version__"])
 

@@ -125,6 +125,26 @@ class OutputExistsError(MloptError, FileExistsError):
         return str(self.args[0])
 
 
+class BBAddrMapError(MloptError, ValueError):
+    """A binary whose basic-block address map (``.llvm_bb_addr_map``) is
+    missing or malformed, or that cannot be read as x86-64 ELF."""
+
+
+class TraceError(MloptError, ValueError):
+    """A basic-block trace file that cannot be used: not a trace, truncated,
+    or recorded of another program than the binary it is applied to."""
+
+
+class RewardUnsupportedError(MloptError, ValueError):
+    """The trace reward asked of an LLVM it was not verified for (it reads
+    the version-2 BB address map LLVM 19 writes)."""
+
+
+class RewardToolError(MloptError, RuntimeError):
+    """A tool the trace reward runs (valgrind, llvm-objdump, llvm-mca) is
+    missing or failed; the message says which and why."""
+
+
 class MloptWarning(UserWarning):
     """Base of mlopt's warnings."""
 

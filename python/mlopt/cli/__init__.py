@@ -12,10 +12,10 @@ import argparse
 import sys
 
 from . import compile as compile_cmd
-from . import corpus, demo, doctor, log, plugin, policy, rollouts, train, vocab
+from . import corpus, demo, doctor, log, plugin, policy, reward, rollouts, train, vocab
 from ._common import run
 
-GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts, train, demo, doctor)
+GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts, train, reward, demo, doctor)
 
 EPILOG = """\
 examples:
@@ -27,6 +27,7 @@ examples:
   mlopt compile corpus/ --model policy.so --threads 2
   mlopt corpus fetch && mlopt trace $(mlopt corpus fetch --quiet) -o trace.npz
   mlopt eval policy.so corpus/ -o eval/ --verify-with-clang
+  mlopt reward trace -o prog.trace -- ./prog && mlopt reward estimate prog.trace ./prog_variant
 
 'mlopt COMMAND --help' shows a command's options and examples.
 """

@@ -21,11 +21,13 @@ def cmd_clang_flags(args) -> int:
 
     if args.model is not None:
         load_policy(args.model, ir2vec_vocab=args.ir2vec_vocab)  # fail here, not in the middle of a build
+    if args.regalloc_model is not None:
+        load_policy(args.regalloc_model, problem="regalloc")
     log = args.training_log
     if log is not None and os.path.isdir(log) and not log.endswith("/"):
         log += "/"  # an existing directory: one log per translation unit
     print(clang_flags_string(training_log=log, model=args.model, overwrite_log=args.overwrite_log,
-                             ir2vec_vocab=args.ir2vec_vocab))
+                             ir2vec_vocab=args.ir2vec_vocab, regalloc_model=args.regalloc_model))
     return 0
 
 
@@ -41,6 +43,7 @@ def register(sub) -> None:
                          'make CC=clang-19 CFLAGS="-Oz $(mlopt clang-flags --llvm 19 --training-log logs/)"'
                          "   # logs/src_a.c.log, ...",
                          "clang-19 -Oz $(mlopt clang-flags --llvm 19 --model policy_dir) -c a.c",
+                         "clang-19 -O2 $(mlopt clang-flags --llvm 19 --regalloc-model evict.so) -c a.c",
                          "clang-22 -Oz $(mlopt clang-flags --llvm 22 --model policy.so) -c a.c",
                          "clang-22 -Oz $(mlopt clang-flags --llvm 22 --ir2vec-vocab v.json --training-log l/) -c a.c"])
     flags.add_argument("--training-log", metavar="PATH",
@@ -50,5 +53,8 @@ def register(sub) -> None:
     flags.add_argument("--overwrite-log", action="store_true", help="replace existing training logs")
     flags.add_argument("--model", metavar="PATH",
                        help="inlining policy: .tflite file, model directory or compiled .so (checked now)")
+    flags.add_argument("--regalloc-model", metavar="PATH",
+                       help="register-allocation eviction policy: .tflite file, model directory or compiled .so "
+                            "(checked now)")
     add_ir2vec_option(flags)
     flags.set_defaults(func=cmd_clang_flags)

@@ -12,6 +12,10 @@ def cmd_policy_export(args) -> int:
     from ..policy import Vocab
     from ..problems.inlining import InlinePolicy
 
+    if args.problem == "regalloc":
+        return _export_regalloc(args)
+    if args.problem != "inlining":
+        raise UsageError(f"policy export knows --problem inlining and regalloc, not {args.problem}")
     if args.constant is not None:
         policy = InlinePolicy.constant(args.constant, Vocab.load(args.vocab) if args.vocab else None)
     elif args.weights:
@@ -20,6 +24,27 @@ def cmd_policy_export(args) -> int:
         if not args.vocab:
             raise UsageError("--random needs --vocab DIR")
         policy = InlinePolicy.random(Vocab.load(args.vocab), hidden=args.hidden, seed=args.seed)
+    out = policy.export(args.output, logits_output=args.logits, overwrite=args.force)
+    print(f"wrote {out / 'model.tflite'} and {out / 'output_spec.json'}")
+    return 0
+
+
+def _export_regalloc(args) -> int:
+    """A random eviction policy (vocab: --vocab, else the generic one) or saved weights."""
+    from ..policy import Vocab
+    from ..problems import regalloc
+
+    if args.constant is not None:
+        raise UsageError("--constant is not defined for --problem regalloc (use --random or --weights)")
+    if args.weights:
+        from ..problems import load_weights
+
+        policy = load_weights(args.weights)
+        if not isinstance(policy, regalloc.EvictionPolicy):
+            raise UsageError(f"{args.weights} holds a {policy.problem.name} policy, not a regalloc one")
+    else:
+        vocab = Vocab.load(args.vocab, features=regalloc.FEATURES) if args.vocab else regalloc.generic_vocab()
+        policy = regalloc.EvictionPolicy.random(vocab, hidden=args.hidden, seed=args.seed)
     out = policy.export(args.output, logits_output=args.logits, overwrite=args.force)
     print(f"wrote {out / 'model.tflite'} and {out / 'output_spec.json'}")
     return 0
@@ -82,10 +107,15 @@ def register(sub) -> None:
     export = add_command(policy_sub, "export", "write a policy as a model directory (model.tflite + output_spec.json)",
                          ["mlopt policy export --vocab vocab/ --random --seed 1 -o model/",
                           "mlopt policy export --constant 0 -o never/",
-                          "mlopt policy export --weights policy.npz -o model/"])
+                          "mlopt policy export --weights policy.npz -o model/",
+                          "mlopt policy export --problem regalloc --random --seed 3 -o evict3/   # no data needed"])
+    export.add_argument("--problem", choices=("inlining", "regalloc"), default="inlining",
+                        help="inlining (default) or regalloc (eviction policy; --random without --vocab uses "
+                             "generic boundaries)")
     which = export.add_mutually_exclusive_group(required=True)
-    which.add_argument("--weights", metavar="NPZ", help="weights saved by InlinePolicy.save")
-    which.add_argument("--random", action="store_true", help="random weights (needs --vocab)")
+    which.add_argument("--weights", metavar="NPZ", help="weights saved by InlinePolicy.save / EvictionPolicy.save")
+    which.add_argument("--random", action="store_true",
+                       help="random weights (inlining needs --vocab; regalloc takes it optionally)")
     which.add_argument("--constant", type=int, choices=(0, 1), help="always answer 0 or 1")
     export.add_argument("--vocab", metavar="DIR", help="vocab directory (.buckets files)")
     export.add_argument("--hidden", type=int_list, default=(64, 64), metavar="N,N",

@@ -37,8 +37,11 @@ def plugin_path(llvm=None) -> Path:
     return path
 
 
-def _mlopt_options(training_log=None, model=None, overwrite_log=False, ir2vec_vocab=None) -> list[str]:
+def _mlopt_options(training_log=None, model=None, overwrite_log=False, ir2vec_vocab=None,
+                   regalloc_model=None) -> list[str]:
     options = []
+    if regalloc_model is not None:
+        options.append(f"-mlopt-regalloc-model={Path(regalloc_model).resolve()}")
     if ir2vec_vocab is not None:
         options.append(f"-mlopt-inline-ir2vec-vocab={Path(ir2vec_vocab).resolve()}")
     if model is not None:
@@ -64,7 +67,7 @@ def opt_flags(*, training_log=None, model=None, overwrite_log: bool = False, llv
 
 
 def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
-                ir2vec_vocab=None) -> list[str]:
+                ir2vec_vocab=None, regalloc_model=None) -> list[str]:
     """Arguments that load the plugin into ``clang-<llvm>`` with its options.
 
     ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
@@ -75,10 +78,12 @@ def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, l
     pattern where ``%m`` is the module's source file and ``%p`` the process
     id. An existing log is an error unless ``overwrite_log``: in a build of
     many files, one plain file would otherwise keep only the last one's log.
+    ``regalloc_model``: an eviction policy (.tflite, model directory or
+    compiled .so) deciding the register allocator's evictions.
     """
     path = plugin_path(llvm)
     flags = [f"-fpass-plugin={path}", "-Xclang", "-load", "-Xclang", str(path)]
-    for option in _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab):
+    for option in _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, regalloc_model):
         flags += ["-mllvm", option]
     return flags
 

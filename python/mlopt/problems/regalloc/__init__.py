@@ -23,8 +23,10 @@ from .spec import (
     REWARD,
     feature_specs,
 )
+from .vocab import generic_vocab
 
 POLICY = EvictionPolicy
 
 __all__ = ["CANDIDATES", "COLUMN_FEATURES", "DECISION", "FEATURES", "MASK", "NO_EVICTION", "POLICY", "PROBLEM",
-           "PROGRESS", "REWARD", "EvictionPolicy", "feature_specs"]
+           "PROGRESS", "REWARD", "EvictionPolicy", "feature_specs",
+           "generic_vocab"]

@@ -1,0 +1,239 @@
+"""The trace-based speed reward (issue 24): the BB address map reader against
+llvm-readobj-19, a small program (tests/fixtures/reward_prog.c) built with
+`mlopt reward build-flags` by clang-19 twice -- the default eviction advisor
+and a random EvictionPolicy loaded by the plugin -- traced once under
+valgrind, and each variant's predicted instruction count checked against
+callgrind's measured count of the same run; the error cases."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlopt.cli import main
+from mlopt.errors import BBAddrMapError, RewardToolError, TraceError
+from mlopt.reward import Trace, build_flags, estimate, read_bb_addr_map, record
+from mlopt.reward.bbaddrmap import parse_bb_addr_map
+
+FIXTURE = Path(__file__).parent / "fixtures" / "reward_prog.c"
+ARGS = ["30"]
+
+
+def _uleb(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def test_parser_decodes_version_2_with_ranges_and_successors():
+    """Two ranges (feature bit 3), successors with probabilities (bit 2) and
+    block frequencies (bit 1): offsets count from the previous block's end."""
+    data = bytes([2, 0b1110]) + _uleb(2)
+    data += (0x1000).to_bytes(8, "little") + _uleb(2)
+    data += _uleb(0) + _uleb(0) + _uleb(5) + _uleb(8)       # id 0 at 0x1000, 5 bytes, can fall through
+    data += _uleb(3) + _uleb(11) + _uleb(200) + _uleb(1)    # id 3 at 0x1010 (11 bytes of padding), returns
+    data += (0x2000).to_bytes(8, "little") + _uleb(1)
+    data += _uleb(7) + _uleb(0) + _uleb(2) + _uleb(0)       # id 7 at 0x2000
+    for succ in ([3, 7], [], [3]):
+        data += _uleb(1000) + _uleb(len(succ)) + b"".join(_uleb(s) + _uleb(1 << 30) for s in succ)
+    (address, blocks), = parse_bb_addr_map(data)
+    assert address == 0x1000
+    assert [(b.id, b.start, b.size, b.metadata, b.successors) for b in blocks] == [
+        (0, 0x1000, 5, 8, (3, 7)), (3, 0x1010, 200, 1, ()), (7, 0x2000, 2, 0, (3,))]
+    with pytest.raises(BBAddrMapError, match="byte 3: truncated"):
+        parse_bb_addr_map(data[:3])
+    with pytest.raises(BBAddrMapError, match="version 9"):
+        parse_bb_addr_map(bytes([9, 0]))
+
+
+def test_build_flags_are_one_line_and_llvm_19_only(capsys):
+    assert main(["reward", "build-flags"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    assert out.split() == build_flags(19)
+    for option in ("-fbasic-block-address-map", "-disable-branch-fold", "-enable-tail-merge=false",
+                   "-tail-dup-placement=false", "-disable-tail-duplicate", "-pgo-analysis-map=br-prob"):
+        assert option in out
+    assert main(["reward", "build-flags", "--llvm", "22"]) == 2
+
+
+def test_random_regalloc_policies_need_no_data_and_follow_the_seed(tmp_path, capsys):
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        assert main(["policy", "export", "--problem", "regalloc", "--random", "--seed", str(seed),
+                     "-o", str(tmp_path / name)]) == 0
+    model = {n: (tmp_path / n / "model.tflite").read_bytes() for n in "abc"}
+    assert model["a"] == model["b"] != model["c"]
+    assert main(["policy", "export", "--problem", "regalloc", "--constant", "0", "-o", str(tmp_path / "d")]) == 2
+
+
+# -- built with clang-19 -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def progs(tmp_path_factory):
+    """reward_prog built with the build flags: default advisor, a random
+    eviction policy, and (for the errors) without the map / another program."""
+    from mlopt import _native, compiler
+    from tests.conftest import _tool
+
+    clang = _tool("clang-19")
+    _tool("valgrind")
+    _tool("llvm-mca-19")
+    if 19 not in _native.built_majors() or not compiler.regalloc_supported(19):
+        pytest.skip("this mlopt build has no regalloc eviction advisor for LLVM 19")
+    d = tmp_path_factory.mktemp("reward")
+    assert main(["policy", "export", "--problem", "regalloc", "--random", "--seed", "3", "-o", str(d / "evict")]) == 0
+    assert main(["policy", "compile", str(d / "evict"), "-o", str(d / "evict.so")]) == 0
+    policy_flags = compiler.plugin.clang_flags(llvm=19, regalloc_model=d / "evict.so")
+    flags = build_flags(19)
+    out = {}
+    for name, extra, src in (("default", flags, FIXTURE), ("random", flags + policy_flags, FIXTURE),
+                             ("nomap", [], FIXTURE)):
+        out[name] = d / name
+        subprocess.run([clang, "-O2", *extra, str(src), "-o", str(out[name])], check=True)
+    other = d / "other.c"
+    other.write_text("#include <stdio.h>\nint twice(int x) { return 2 * x; }\n"
+                     "int main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n")
+    out["other"] = d / "other_prog"
+    subprocess.run([clang, "-O2", *flags, str(other), "-o", str(out["other"])], check=True)
+    out["dir"] = d
+    return out
+
+
+@pytest.fixture(scope="module")
+def trace(progs):
+    return record(str(progs["default"]), ARGS, stdout=subprocess.DEVNULL)
+
+
+@pytest.mark.llvm
+def test_reader_equals_llvm_readobj(progs):
+    r = subprocess.run(["llvm-readobj-19", "--bb-addr-map", "--elf-output-style=JSON", str(progs["random"])],
+                       capture_output=True, text=True, check=True)
+    theirs = json.loads(r.stdout)[0]["BBAddrMap"]
+    ours = read_bb_addr_map(progs["random"])
+    assert [f["Function"]["Name"] for f in theirs] == [f.name for f in ours]
+    for t, f in zip(theirs, ours):
+        fn = t["Function"]
+        assert fn["At"] == f.address
+        entries = [e for r in fn["BB Ranges"] for e in r["BB Entries"]]
+        base = fn["BB Ranges"][0]["Base Address"]
+        assert [(e["ID"], base + e["Offset"], e["Size"], e["HasReturn"], e["CanFallThrough"]) for e in entries] == \
+            [(b.id, b.start, b.size, bool(b.metadata & 1), bool(b.metadata & 8)) for b in f.blocks]
+        succ = [tuple(s["ID"] for s in e["Successors"]) for e in fn["PGO analyses"]["PGO BB entries"]]
+        assert succ == [b.successors for b in f.blocks]
+
+
+@pytest.mark.llvm
+def test_eviction_variants_differ_in_code_but_keep_the_cfg(progs, trace):
+    default = {f.name: f for f in read_bb_addr_map(progs["default"])}
+    random = {f.name: f for f in read_bb_addr_map(progs["random"])}
+    assert default.keys() == random.keys()
+    assert all(default[n].cfg() == random[n].cfg() for n in default)
+    assert all(default[n].has_successors for n in default)
+    sizes = {n: [b.size for b in f.blocks] for n, f in default.items()}
+    assert any(sizes[n] != [b.size for b in random[n].blocks] for n in default), "the policy changed nothing"
+    e = estimate(trace, progs["random"], cycles=False)
+    assert e.cfg_differs == [] and e.cfg_differs_share == 0.0 and e.cfg_differs_unexecuted == 0
+    assert e.executed_functions == 5 and not e.same_binary_as_traced
+
+
+@pytest.mark.llvm
+@pytest.mark.slow
+def test_predicted_instructions_equal_callgrinds_count(progs, trace):
+    """The same run (same arguments) of each variant under callgrind: the
+    prediction from the default build's trace is within 0.5%; the traced
+    build itself is exact by construction."""
+    assert trace.exit_code == 0
+    assert estimate(trace, progs["default"], cycles=False).instructions == trace.total_instructions
+    predicted, measured = {}, {}
+    for name in ("default", "random"):
+        predicted[name] = estimate(trace, progs[name], cycles=False).instructions
+        measured[name] = record(str(progs[name]), ARGS, stdout=subprocess.DEVNULL).total_instructions
+        assert abs(predicted[name] - measured[name]) <= 0.005 * measured[name], (name, predicted, measured)
+    # The variants differ by more than the error, and the prediction sees which way.
+    change = measured["random"] - measured["default"]
+    assert abs(change) > 0.01 * measured["default"]
+    assert np.sign(predicted["random"] - predicted["default"]) == np.sign(change)
+
+
+@pytest.mark.llvm
+def test_cycles_from_llvm_mca_are_deterministic_per_cpu(progs, trace, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    a = estimate(trace, progs["random"], cpu="skylake")
+    b = estimate(trace, progs["random"], cpu="skylake")  # from the cache now
+    assert (tmp_path / "mlopt" / "reward-mca" / "19-skylake.json").is_file()
+    assert a.cycles == b.cycles and a.cycles > trace.outside_instructions and a.mca_fallbacks == 0
+    assert a.cpu == "skylake" and a.blocks_costed > 20
+    c = estimate(trace, progs["random"], cpu="znver4")
+    assert c.cycles != a.cycles
+    with pytest.raises(RewardToolError, match="no-such-cpu"):
+        estimate(trace, progs["random"], cpu="no-such-cpu")
+
+
+@pytest.mark.llvm
+def test_a_changed_cfg_is_reported_and_scaled(progs, trace):
+    """A trace whose record of ``mix`` says another CFG: ``mix`` is costed
+    by scaling, named, and its share of the traced instructions reported."""
+    tampered = Trace(**{**trace.__dict__, "cfgs": list(trace.cfgs)})
+    i = tampered.functions.index("mix")
+    tampered.cfgs[i] = "0" * 16
+    e = estimate(tampered, progs["default"], cycles=False)
+    assert e.cfg_differs == ["mix"] and e.cfg_differs_share == 1 / 5
+    assert 0.3 < e.cfg_differs_instruction_share < 1
+    assert abs(e.instructions - trace.total_instructions) <= 1  # the traced build scaled by 1
+
+
+@pytest.mark.llvm
+def test_trace_cli_and_its_three_errors(progs, trace, tmp_path, capsys):
+    t = tmp_path / "prog.trace"
+    assert main(["reward", "trace", "-o", str(t), "--", str(progs["default"]), *ARGS]) == 0
+    loaded = Trace.load(t)
+    assert loaded.sha256 == trace.sha256 and loaded.args == ARGS and loaded.functions == trace.functions
+    assert np.array_equal(loaded.arrays["count"], trace.arrays["count"])
+    # the same run (same output handling, same environment: libc's start-up
+    # counts with its size) gives the same file, byte for byte
+    record(str(progs["default"]), ARGS, stdout=subprocess.DEVNULL).save(tmp_path / "a.trace")
+    record(str(progs["default"]), ARGS, stdout=subprocess.DEVNULL).save(tmp_path / "b.trace")
+    assert (tmp_path / "a.trace").read_bytes() == (tmp_path / "b.trace").read_bytes()
+    assert main(["reward", "trace", "-o", str(t), "--", str(progs["default"])]) == 1  # never overwritten
+    capsys.readouterr()
+    assert main(["reward", "estimate", str(t), str(progs["random"]), "--json", "--no-cycles"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["instructions"] == estimate(loaded, progs["random"], cycles=False).instructions
+
+    # 1. a binary without BB address maps
+    with pytest.raises(BBAddrMapError, match="no basic-block address map.*build-flags"):
+        record(str(progs["nomap"]), ARGS)
+    assert main(["reward", "trace", "-o", str(tmp_path / "x.trace"), "--", str(progs["nomap"])]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no basic-block address map" in err
+    assert not (tmp_path / "x.trace").exists()
+    # 2. a trace of another program
+    with pytest.raises(TraceError, match="recorded of .*default.*missing from it.*mix"):
+        estimate(trace, progs["other"])
+    assert main(["reward", "estimate", str(t), str(progs["other"])]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+    # 3. a truncated trace
+    cut = tmp_path / "cut.trace"
+    cut.write_bytes(t.read_bytes()[: t.stat().st_size // 2])
+    with pytest.raises(TraceError, match="truncated or corrupt"):
+        Trace.load(cut)
+    assert main(["reward", "estimate", str(cut), str(progs["random"])]) == 1
+    assert "truncated" in capsys.readouterr().err
+    assert zipfile.is_zipfile(t)
+
+
+@pytest.mark.llvm
+def test_clang_flags_load_an_eviction_policy(progs, capsys):
+    so = progs["dir"] / "evict.so"
+    assert main(["clang-flags", "--llvm", "19", "--regalloc-model", str(so)]) == 0
+    out = capsys.readouterr().out.split()
+    assert out[-2:] == ["-mllvm", f"-mlopt-regalloc-model={so.resolve()}"]
+    assert main(["clang-flags", "--llvm", "19", "--regalloc-model", str(progs["dir"] / "missing.so")]) == 1
