@@ -392,10 +392,8 @@ class PackageBuilder:
         try:
             self.build(tree)
             modules, text, lang, shipped = self.extract(tree)
-        except _StageError as e:
-            return self.failed(e.stage, e.reason, started)
         except (OSError, CorpusError) as e:
-            return self.failed("extract", str(e), started)
+            return self.failed(getattr(e, "stage", "extract"), getattr(e, "reason", str(e)), started)
         finally:
             if not self.config.keep_tree:
                 shutil.rmtree(self.workdir / "src", ignore_errors=True)
@@ -407,10 +405,11 @@ class PackageBuilder:
         return result
 
 
-class _StageError(Exception):
-    def __init__(self, stage: str, reason: str):
-        super().__init__(reason)
-        self.stage, self.reason = stage, reason
+def _StageError(stage: str, reason: str) -> CorpusError:  # noqa: N802 - raised like a class
+    """A package's failure at ``stage`` (fetch, build-dep, build, extract)."""
+    e = CorpusError(reason)
+    e.stage, e.reason = stage, reason
+    return e
 
 
 def _shim(path: Path, tool: str) -> None:
@@ -481,7 +480,10 @@ def build_packages(specs: Sequence[PackageSpec], config: DebianConfig = DebianCo
     at a time."""
     cache = cache or cache_dir()
     key = config.key()
-    note = apt_sources.ensure_deb_src()
+    try:
+        note = apt_sources.ensure_deb_src()
+    except apt_sources.AptSourceError as e:
+        raise CorpusError(f"Debian source packages: {e}") from None
     if note and say:
         say(note)
     results: dict[int, PackageResult] = {}
@@ -520,8 +522,8 @@ def build_packages(specs: Sequence[PackageSpec], config: DebianConfig = DebianCo
                 on_progress("fetch", spec.name, done, total)
             try:
                 tree = builder.prepare()
-            except (_StageError, apt_sources.AptSourceError) as e:
-                stage, reason = (e.stage, e.reason) if isinstance(e, _StageError) else ("fetch", str(e))
+            except (CorpusError, apt_sources.AptSourceError) as e:
+                stage, reason = getattr(e, "stage", "fetch"), getattr(e, "reason", str(e))
                 finished(i, builder.failed(stage, reason, started))
                 held.close()
                 continue
