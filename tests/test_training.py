@@ -23,23 +23,130 @@ def sdist_trace(llvm_tools, corpus_modules, tmp_path_factory):
 
 
 def test_bc_agrees_with_the_heuristic_on_held_out_modules(sdist_trace):
-    r = train_bc(sdist_trace, inlining.PROBLEM, epochs=20, heldout_fraction=0.5)
-    assert r.heldout_rows > 400 and r.train_rows > 1500
-    assert r.heldout_agreement >= 0.95, r.report()
+    r = train_bc(sdist_trace, inlining.PROBLEM, epochs=20, heldout_fraction=0.3)
+    assert r.heldout_rows >= 0.3 * len(sdist_trace) and r.train_rows > 1000, r.report()
+    # modules it never saw (their rows are not in the vocab either): well above always answering the majority
+    label = sdist_trace.columns[inlining.DEFAULT_DECISION].reshape(-1)
+    assert r.heldout_agreement >= max(0.9, np.mean(label == 0) + 0.1, np.mean(label == 1) + 0.1), r.report()
     # the numpy forward pass of the returned policy gives that agreement
     held = np.zeros(len(sdist_trace), bool)
-    from mlopt.corpus.split import held_out
     from mlopt.training import heldout_modules
 
-    assert heldout_modules(sdist_trace.modules, 0.5) == [i for i, m in enumerate(sdist_trace.modules)
-                                                         if held_out(m, 0.5)]
-    for i in heldout_modules(sdist_trace.modules, 0.5):
+    chosen = heldout_modules(sdist_trace.modules, 0.3, np.diff(sdist_trace.module_rows))
+    assert [sdist_trace.modules[i] for i in chosen] == r.heldout_modules
+    assert r.report()["heldout_module_count"] == len(chosen) > 1
+    for i in chosen:
         held[sdist_trace.rows_of(i)] = True
+    assert held.sum() == r.heldout_rows
     rows = {k: v[held] for k, v in sdist_trace.columns.items()}
     decided = r.policy.decide(rows)
     assert np.mean(decided == rows[inlining.DEFAULT_DECISION].reshape(-1)) == pytest.approx(r.heldout_agreement)
-    again = train_bc(sdist_trace, inlining.PROBLEM, epochs=20, heldout_fraction=0.5)
+    again = train_bc(sdist_trace, inlining.PROBLEM, epochs=20, heldout_fraction=0.3)
     assert all(np.array_equal(a[0], b[0]) for a, b in zip(r.policy.layers, again.policy.layers))  # deterministic
+
+
+def _synthetic_trace(modules: dict[str, int], seed: int = 0) -> TraceDataset:
+    """A trace of the inliner's features (random) whose label is a function
+    of one feature; ``modules``: rows per module."""
+    rng = np.random.default_rng(seed)
+    n = sum(modules.values())
+    columns = {s.name: rng.integers(0, 50, (n, *s.shape)).astype(np.int64) for s in inlining.PROBLEM.features}
+    columns[inlining.DEFAULT_DECISION] = (columns["callee_basic_block_count"] < 10).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(list(modules.values()))]).astype(np.int64)
+    return TraceDataset(list(modules), np.full(len(modules), 100, np.int64), offsets, columns)
+
+
+def test_bc_holds_out_whole_packages_with_a_real_share_of_rows():
+    """A training split's modules are those corpus split did not hold out
+    (split value >= its held-out fraction at seed 0): BC still holds out a
+    real share of the rows, whole packages, never a module of a package it
+    trains on -- the old per-module rule held out a single module here."""
+    from mlopt.corpus.split import package_of, split_value
+    from mlopt.training import heldout_modules
+
+    names = [f"{p}/src/m{j}.c" for p in ("lz4", "brotli", "zstd", "jsonnet", "ujson", "pycryptodome")
+             for j in range(8)]
+    names = [m for m in names if split_value(m) >= 0.25]  # what `corpus split` left for training
+    rows = {m: 20 + (7 * k) % 50 for k, m in enumerate(names)}
+    held = heldout_modules(names, 0.2, list(rows.values()))
+    held_names = {names[i] for i in held}
+    held_packages = {package_of(m) for m in held_names}
+    assert 0 < len(held_packages) < 6
+    assert held_names == {m for m in names if package_of(m) in held_packages}  # whole packages
+    share = sum(rows[m] for m in held_names) / sum(rows.values())
+    assert 0.2 <= share < 0.6 and len(held_names) > 1
+    assert heldout_modules(names, 0.0, list(rows.values())) == []
+    only = [m for m in names if package_of(m) == "lz4"]
+    assert heldout_modules(only, 0.5, [rows[m] for m in only]) == []  # never every package
+
+    ds = _synthetic_trace(rows)
+    r = train_bc(ds, inlining.PROBLEM, hidden=(8,), epochs=2, num_buckets=20, heldout_fraction=0.2)
+    assert r.heldout_rows == sum(rows[m] for m in held_names) and r.train_rows == len(ds) - r.heldout_rows
+    assert r.report()["heldout_packages"] == sorted(held_packages)
+    assert r.report()["heldout_module_count"] == len(held_names)
+    # the vocab saw the training rows only: a held-out-only value is not a quantile boundary
+    for i in held:
+        ds.columns["callee_basic_block_count"][ds.rows_of(i)] = 10_000
+    r2 = train_bc(ds, inlining.PROBLEM, hidden=(8,), epochs=1, num_buckets=20, heldout_fraction=0.2)
+    assert r2.policy.vocab.boundaries["callee_basic_block_count"].max() < 50
+
+
+def test_run_dir_starts_over_only_with_force_and_resumes_only_with_resume(tmp_path):
+    from mlopt.training.run_dir import open_run
+
+    run = open_run(tmp_path / "r")
+    assert not run.resumed and (tmp_path / "r" / "metrics.jsonl").read_text() == ""
+    run.write_config({"kind": "x", "lr": 1})
+    run.log_metrics({"iteration": 1})
+    (tmp_path / "r" / "best").mkdir()
+    (tmp_path / "r" / "best" / "policy.npz").write_bytes(b"old")
+    (tmp_path / "r" / "checkpoint.npz").write_bytes(b"old")
+    with pytest.raises(mlopt.RunDirError, match="--resume to continue it, --force to start over"):
+        open_run(tmp_path / "r")
+    with pytest.raises(mlopt.RunDirError, match=r"\(--force to start over\)"):
+        open_run(tmp_path / "r", resumable=False)
+    with pytest.raises(mlopt.RunDirError, match="exclude each other"):
+        open_run(tmp_path / "r", force=True, resume=True)
+    resumed = open_run(tmp_path / "r", resume=True)  # resuming keeps everything
+    assert resumed.resumed and resumed.read_config() == {"kind": "x", "lr": 1}
+    assert (tmp_path / "r" / "metrics.jsonl").read_text().count("\n") == 1
+    assert (tmp_path / "r" / "checkpoint.npz").exists() and (tmp_path / "r" / "best" / "policy.npz").exists()
+    fresh = open_run(tmp_path / "r", force=True)  # starting over keeps nothing of the old run
+    assert not fresh.resumed and sorted(p.name for p in (tmp_path / "r").iterdir()) == ["metrics.jsonl"]
+    assert (tmp_path / "r" / "metrics.jsonl").read_text() == ""
+    with pytest.raises(mlopt.RunDirError, match="nothing to resume"):
+        open_run(tmp_path / "new", resume=True)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    for force in (False, True):  # never deletes a directory that is not a run's
+        with pytest.raises(mlopt.RunDirError, match="not a run directory"):
+            open_run(tmp_path / "mine", force=force)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    open_run(tmp_path / "empty_is_fine")
+
+
+def test_cli_train_bc_run_dir_needs_force_to_start_over(tmp_path, capsys):
+    from mlopt.cli import main
+
+    rows = {f"p{k}/m{j}.c": 30 for k in range(3) for j in range(2)}
+    _synthetic_trace(rows).save(tmp_path / "t.npz")
+    args = ["train", "bc", str(tmp_path / "t.npz"), "-o", str(tmp_path / "bc"), "--epochs", "2", "--hidden", "4",
+            "--buckets", "10", "--no-compile", "--quiet"]
+    assert main(args) == 0
+    first = (tmp_path / "bc" / "policy.npz").read_bytes()
+    (tmp_path / "bc" / "stale.txt").write_text("from the first run")
+    capsys.readouterr()
+    assert main(args) == 2  # neither --force nor (for bc) --resume: a usage error, nothing touched
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--force to start over" in err
+    assert (tmp_path / "bc" / "stale.txt").exists()
+    assert main([*args, "--resume"]) == 2  # bc cannot resume
+    assert main([*args, "--force", "--seed", "1"]) == 0
+    assert not (tmp_path / "bc" / "stale.txt").exists()
+    assert json.loads((tmp_path / "bc" / "config.json").read_text())["seed"] == 1
+    assert (tmp_path / "bc" / "policy.npz").read_bytes() != first
+    assert [json.loads(line)["epoch"] for line in (tmp_path / "bc" / "metrics.jsonl").read_text().splitlines()] \
+        == [0, 1]
 
 
 def test_cli_train_bc_writes_a_run_directory_whose_policy_clang_can_use(sdist_trace, corpus_modules, tmp_path,
@@ -48,18 +155,18 @@ def test_cli_train_bc_writes_a_run_directory_whose_policy_clang_can_use(sdist_tr
 
     sdist_trace.save(tmp_path / "trace.npz")
     run = tmp_path / "run"
-    assert main(["train", "bc", str(tmp_path / "trace.npz"), "-o", str(run), "--epochs", "20", "--heldout", "0.5",
+    assert main(["train", "bc", str(tmp_path / "trace.npz"), "-o", str(run), "--epochs", "20", "--heldout", "0.3",
                  "--quiet", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["heldout_agreement"] >= 0.95
+    assert report["heldout_agreement"] >= 0.9 and report["heldout_rows"] >= 0.3 * len(sdist_trace)
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [m["epoch"] for m in metrics] == list(range(20))
     policy = mlopt.load_policy(run / "policy.so")
     r = mlopt.compile(mlopt.Module(corpus_modules[0]), policy)
     numpy_policy = mlopt.InlinePolicy.load(run / "policy.npz")
     assert np.array_equal(r.decisions, numpy_policy.decide(r.log))
-    assert main(["train", "bc", str(tmp_path / "trace.npz"), "-o", str(run)]) == 1  # no silent overwrite
-    assert "config.json exists" in capsys.readouterr().err
+    assert main(["train", "bc", str(tmp_path / "trace.npz"), "-o", str(run)]) == 2  # no silent overwrite
+    assert "a run directory exists" in capsys.readouterr().err
 
 
 def test_bc_refuses_an_empty_trace():

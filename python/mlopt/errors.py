@@ -125,6 +125,13 @@ class OutputExistsError(MloptError, FileExistsError):
         return str(self.args[0])
 
 
+class RunDirError(MloptError, FileExistsError):
+    """A training run directory that cannot be opened as asked: a run exists
+    and neither starting over (``force``) nor resuming was asked, nothing to
+    resume, or a non-empty directory that is not a run's. A usage error on
+    the command line (exit 2)."""
+
+
 class MloptWarning(UserWarning):
     """Base of mlopt's warnings."""
 

@@ -17,16 +17,28 @@ from ._common import (
 )
 
 
+def open_run_dir(args, *, resumable: bool = True):
+    """The trainer's run directory (training.run_dir.open_run) from -o,
+    --force and --resume; a conflict is a usage error (exit 2)."""
+    from ..errors import RunDirError
+    from ..training.run_dir import open_run
+    from ._common import UsageError
+
+    try:
+        return open_run(args.output, force=args.force, resume=getattr(args, "resume", False), resumable=resumable)
+    except RunDirError as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_train_bc(args) -> int:
     from ..problems import get
     from ..rollouts import TraceDataset
     from ..training import train_bc
-    from ..training.run_dir import RunDir
     from ..workers import Progress
 
     ds = TraceDataset.load(args.trace)
     problem = get(args.problem or ds.meta.get("problem") or "inlining")
-    run = RunDir(args.output, create=True, force=args.force)
+    run = open_run_dir(args, resumable=False)
     config = {"kind": "bc", "trace": args.trace, "problem": problem.name, "hidden": list(args.hidden),
               "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "buckets": args.buckets,
               "seed": args.seed, "heldout": args.heldout}
@@ -46,7 +58,8 @@ def cmd_train_bc(args) -> int:
         print(json.dumps(report, indent=2))
     else:
         held = ("no held-out rows" if result.heldout_agreement is None else
-                f"{100 * result.heldout_agreement:.2f}% on {result.heldout_rows} rows of held-out modules")
+                f"{100 * result.heldout_agreement:.2f}% on {result.heldout_rows} rows of "
+                f"{len(result.heldout_modules)} held-out modules ({', '.join(result.heldout_units)})")
         print(f"{run.path}: agreement with the heuristic {100 * result.train_agreement:.2f}% on "
               f"{result.train_rows} training rows, {held}")
         for k, v in files.items():
@@ -59,16 +72,15 @@ def cmd_train_es(args) -> int:
 
     from ..corpus import corpus_entries
     from ..training import ESConfig, ESTrainer
-    from ..training.run_dir import RunDir
     from ..workers import Progress, make_pool
     from ._common import UsageError
 
     init, policy = _load_init(args)
     problem = policy.problem
     out = Path(args.output)
-    if args.resume and not (out / "checkpoint.npz").exists():
+    run = open_run_dir(args)
+    if run.resumed and not (out / "checkpoint.npz").exists():
         raise UsageError(f"{out}: nothing to resume (no checkpoint.npz)")
-    run = RunDir(out, create=not args.resume, force=args.force)
     cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma, lr=args.lr,
                    modules_per_perturbation=args.modules, seed=args.seed)
     if not args.resume:
@@ -81,7 +93,8 @@ def cmd_train_es(args) -> int:
         baseline = _objective_baseline(problem, corpora, train + validation, pool, args.quiet)
         trainer = ESTrainer(policy, [e for e in train if e.name in baseline], baseline, out, cfg,
                             validation=[e for e in validation if e.name in baseline], pool=pool)
-        trainer.resume()
+        if run.resumed:
+            trainer.resume()
         with Progress(cfg.iterations, "evolution strategies", quiet=args.quiet, unit="iteration") as bar:
             bar.update(trainer.iteration)
 
@@ -145,14 +158,13 @@ def cmd_train_search(args) -> int:
 
     from ..corpus import corpus_entries
     from ..training.local_search import SearchConfig, search_and_imitate
-    from ..training.run_dir import RunDir
     from ..training.validation import total_delta_percent
     from ..workers import make_pool
 
     init, policy = _load_init(args)
     problem = policy.problem
     out = Path(args.output)
-    run = RunDir(out, create=True, force=args.force)
+    run = open_run_dir(args, resumable=False)
     cfg = SearchConfig(evaluations_per_module=args.evaluations, batch=args.batch, max_decisions=args.max_decisions,
                        flip_weights=tuple(args.flip_weights), epochs=args.epochs, lr=args.lr, seed=args.seed)
     run.write_config({"kind": "search", "corpus": args.corpus, "validation": args.validation, "init": str(init),
@@ -186,7 +198,8 @@ def _rollout_trainer_options(parser) -> None:
     parser.add_argument("--ray", metavar="ADDRESS")
     parser.add_argument("--timeout", type=positive_float, default=600.0, metavar="S")
     parser.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
-    parser.add_argument("--force", action="store_true", help="replace an existing run directory's files")
+    parser.add_argument("--force", action="store_true",
+                        help="start over: delete an existing run directory's files first")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--json", action="store_true")
     add_ir2vec_option(parser)
@@ -210,21 +223,24 @@ def register(sub) -> None:
     bc.add_argument("--lr", type=positive_float, default=3e-3)
     bc.add_argument("--buckets", type=positive_int, default=1000, help="vocab quantiles per feature")
     bc.add_argument("--heldout", type=fraction, default=0.2, metavar="F",
-                    help="fraction of modules held out to measure agreement (0.2)")
+                    help="share of the rows held out, whole packages, to measure agreement (0.2)")
     bc.add_argument("--seed", type=int, default=0)
     bc.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
-    bc.add_argument("--force", action="store_true", help="replace an existing run directory's files")
+    bc.add_argument("--force", action="store_true",
+                    help="start over: delete an existing run directory's files first")
     bc.add_argument("--quiet", action="store_true")
     bc.add_argument("--json", action="store_true")
     bc.set_defaults(func=cmd_train_bc)
 
     es = add_command(tsub, "es", "evolution strategies from a starting policy (e.g. the BC run)",
-                     ["mlopt train es splits/train --init runs/bc --validation splits/heldout -o runs/es",
+                     ["mlopt corpus split corpus/ splits/  # train, validation, test: no package on two sides",
+                      "mlopt train es splits/train --init runs/bc --validation splits/validation -o runs/es",
                       "mlopt train es splits/train --init runs/bc -o runs/es --resume --iterations 20"])
     es.add_argument("corpus", help="training corpus")
     es.add_argument("--init", required=True, metavar="RUN|NPZ", help="starting policy (a run directory or policy.npz)")
     es.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
-    es.add_argument("--validation", metavar="CORPUS", help="corpus to track the best policy on")
+    es.add_argument("--validation", metavar="CORPUS",
+                    help="corpus to choose the best policy on (a validation split; never the test split)")
     es.add_argument("--problem", type=problem_name, help="checked against the starting policy's (default: it)")
     es.add_argument("--iterations", type=positive_int, default=10)
     es.add_argument("--perturbations", type=positive_int, default=8, help="antithetic pairs per iteration (8)")
@@ -232,18 +248,20 @@ def register(sub) -> None:
     es.add_argument("--lr", type=positive_float, default=0.01)
     es.add_argument("--modules", type=positive_int, default=16, help="modules per perturbation (16)")
     es.add_argument("--seed", type=int, default=0)
-    es.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")
+    es.add_argument("--resume", action="store_true",
+                    help="continue from the run's last checkpoint (weights, optimizer state, best/)")
     _rollout_trainer_options(es)
     es.set_defaults(func=cmd_train_es)
 
     se = add_command(tsub, "search", "search each module's decisions for smaller code, then imitate the best",
-                     ["mlopt train search splits/train --init runs/bc --validation splits/val -o runs/search",
+                     ["mlopt train search splits/train --init runs/bc --validation splits/validation -o runs/search",
                       "mlopt train search splits/train --init runs/bc -o runs/search --evaluations 96"])
     se.add_argument("corpus", help="training corpus")
     se.add_argument("--init", required=True, metavar="RUN|NPZ",
                     help="starting policy (a run directory or policy.npz); orders the search and is trained further")
     se.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
-    se.add_argument("--validation", metavar="CORPUS", help="corpus to choose the imitation on")
+    se.add_argument("--validation", metavar="CORPUS",
+                    help="corpus to choose the imitation on (a validation split; never the test split)")
     se.add_argument("--problem", type=problem_name, help="checked against the starting policy's (default: it)")
     se.add_argument("--evaluations", type=positive_int, default=48, metavar="N", help="compiles per module (48)")
     se.add_argument("--batch", type=positive_int, default=8, help="moves per module per round (8)")
