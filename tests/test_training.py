@@ -76,13 +76,15 @@ def test_bc_holds_out_whole_packages_with_a_real_share_of_rows():
     share = sum(rows[m] for m in held_names) / sum(rows.values())
     assert 0.2 <= share < 0.6 and len(held_names) > 1
     assert heldout_modules(names, 0.0, list(rows.values())) == []
-    only = [m for m in names if package_of(m) == "lz4"]
-    assert heldout_modules(only, 0.5, [rows[m] for m in only]) == []  # never every package
+    only = [m for m in names if package_of(m) == "lz4"]  # one package: whole modules, never all of them
+    alone = heldout_modules(only, 0.5, [rows[m] for m in only])
+    assert 0 < len(alone) < len(only) and sum(rows[only[i]] for i in alone) >= 0.5 * sum(rows[m] for m in only)
+    assert heldout_modules(only[:1], 0.5, [rows[only[0]]]) == []
 
     ds = _synthetic_trace(rows)
     r = train_bc(ds, inlining.PROBLEM, hidden=(8,), epochs=2, num_buckets=20, heldout_fraction=0.2)
     assert r.heldout_rows == sum(rows[m] for m in held_names) and r.train_rows == len(ds) - r.heldout_rows
-    assert r.report()["heldout_packages"] == sorted(held_packages)
+    assert r.report()["heldout_units"] == sorted(held_packages)
     assert r.report()["heldout_module_count"] == len(held_names)
     # the vocab saw the training rows only: a held-out-only value is not a quantile boundary
     for i in held:
@@ -326,18 +328,21 @@ def _search(es_setup, trace, tmp_path, pool, name):
     policy, entries, baseline = es_setup
     run = tmp_path / name
     run.mkdir()
-    cfg = SearchConfig(evaluations_per_module=6, batch=3, flip_weights=(1.0, 8.0), epochs=2)
+    cfg = SearchConfig(evaluations_per_module=8, batch=4, flip_weights=(1.0, 8.0), epochs=2)
     chosen, report = search_and_imitate(
         policy, trace, entries[:5], run, cfg, pool=pool,
         validate=lambda p: total_delta_percent(p, entries[5:], baseline, run / "work", pool=pool))
     return chosen, report, run
 
 
-def test_trajectory_search_finds_replayable_smaller_code_identically_on_any_pool(es_setup, mini_corpus, tmp_path):
-    """Every module's best trajectory is no larger than the heuristic's code,
-    replays to exactly the size and decisions the search recorded, and the
-    whole trainer -- trajectories, choice, policy bytes -- is the same on one
-    local worker and on two Ray workers."""
+def test_trajectory_search_moves_are_single_flips_the_policy_completes(es_setup, mini_corpus, tmp_path):
+    """Every accepted move differs from its parent in exactly one decision,
+    at the same call site (same caller, callee and logged features), replays
+    to the size the search recorded, and every later decision is the
+    policy's own; the chain of moves ends at the recorded best trajectory.
+    The whole trainer -- trajectories, choice, policy bytes -- is the same
+    on one local worker and on two Ray workers."""
+    from mlopt.training.local_search import flip_move
     from mlopt.workers import make_pool
 
     trace = trace_corpus(mini_corpus, use_cache=False, workers=2, quiet=True)
@@ -350,22 +355,53 @@ def test_trajectory_search_finds_replayable_smaller_code_identically_on_any_pool
         {k: v for k, v in report2.items() if k != "search_seconds"}
     assert (run / "trajectories.npz").read_bytes() == (run2 / "trajectories.npz").read_bytes()
     searched = json.loads((run / "search.json").read_text())
-    _, entries, baseline = es_setup
+    policy, entries, baseline = es_setup
+    model = mlopt.load_policy(run / "work" / "search-policy.tflite")
     assert [r["module"] for r in searched] == [e.name for e in entries[:5]]
-    assert all(r["best_text"] <= r["heuristic_text"] == baseline[r["module"]] for r in searched)
-    assert all(r["evaluations"] <= 6 for r in searched)
-    assert report["improved_modules"] == sum(r["best_text"] < r["heuristic_text"] for r in searched) > 0
-    best = TraceDataset.load(run / "trajectories.npz")
-    for r, e in zip(searched, entries[:5]):  # each trajectory, forced, gives its recorded size and decisions
-        i = best.module_index()[r["module"]]
-        decided = best.columns[inlining.DECISION][best.rows_of(i)].reshape(-1)
-        again = mlopt.compile(e.load(), forced_decisions=decided)
-        assert again.text_size == r["best_text"] == best.text_size[i]
-        assert np.array_equal(again.decisions, decided)
-        assert (r["best_text"] < r["heuristic_text"]) == bool(r["flips"])
+    assert report["improved_modules"] == sum(bool(r["flips"]) for r in searched) > 0
+    for r, e in zip(searched, entries[:5]):
+        module = e.load()
+        parent = mlopt.compile(module, model, call_sites=True)  # the policy's own trajectory
+        assert parent.text_size == r["start_text"] and r["heuristic_text"] == baseline[e.name]
+        assert r["evaluations"] <= 8 and len(r["flips"]) <= 10
+        last = -1
+        for flip in r["flips"]:
+            k = flip["position"]
+            assert k > last and flip["parent_size"] == parent.text_size > flip["size"]
+            child = mlopt.compile(module, model, call_sites=True,
+                                  forced_decisions=flip_move("".join(map(str, parent.decisions)), k))
+            assert child.text_size == flip["size"]
+            # the same call sites up to and including the flipped one, by name and by logged features
+            assert child.call_sites[:k + 1] == parent.call_sites[:k + 1]
+            for f in inlining.FEATURES:
+                assert np.array_equal(child.log[f][:k + 1], parent.log[f][:k + 1]), f
+            assert np.array_equal(child.decisions[:k], parent.decisions[:k])
+            assert child.decisions[k] != parent.decisions[k]
+            # everything after the flip is the policy's answer on the child's own call sites
+            assert np.array_equal(child.decisions[k + 1:], policy.decide(child.log)[k + 1:])
+            parent, last = child, k
+        assert parent.text_size == r["best_text"] <= r["start_text"]
+        assert "".join(map(str, parent.decisions)) == r["decisions"]
+        best = TraceDataset.load(run / "trajectories.npz")
+        i = best.module_index()[e.name]
+        assert np.array_equal(best.columns[inlining.DECISION][best.rows_of(i)].reshape(-1), parent.decisions)
+        assert best.text_size[i] == r["best_text"]
     assert report["chosen"] in report["validation"] and set(report["validation"]) == {"start", "flip_weight=1",
                                                                                     "flip_weight=8"}
     assert report["validation"][report["chosen"]] == min(report["validation"].values())
+
+
+def test_imitation_weighs_size_partitions_equally():
+    from mlopt.training.local_search import partition_weights
+
+    sizes = np.array([10, 20, 30, 1000, 2000, 3000, 4000, 5000])
+    rows = np.array([1, 2, 3, 100, 200, 300, 400, 500])
+    w = partition_weights(sizes, rows, 2)  # small modules (few rows) and large ones weigh the same in total
+    per_row = np.repeat(w, rows)
+    small = np.repeat(sizes, rows) <= 1000
+    assert per_row[small].sum() == pytest.approx(per_row[~small].sum())
+    assert per_row.mean() == pytest.approx(1.0)
+    assert np.allclose(partition_weights(sizes, rows, 1), 1.0)
 
 
 def test_cli_train_search_ships_a_policy(mini_corpus, tmp_path, capsys):
@@ -386,5 +422,5 @@ def test_cli_train_search_ships_a_policy(mini_corpus, tmp_path, capsys):
         == list(range(1, report["rounds"] + 1))
     policy = mlopt.load_policy(report["files"]["policy_so"])
     assert len(mlopt.compile(mlopt.load_corpus(mini_corpus)[0], policy).decisions) > 0
-    assert main(args) == 1  # no silent overwrite
+    assert main(args) == 2  # an existing run: neither --force given nor resumable, a usage error
     assert main([*args[:-4], "--flip-weights", "0"]) == 2  # usage error

@@ -52,7 +52,7 @@ def cmd_train_bc(args) -> int:
                           lr=args.lr, num_buckets=args.buckets, heldout_fraction=args.heldout, seed=args.seed,
                           on_epoch=epoch_done)
     files = run.save_policy(result.policy, compile_so=not args.no_compile)
-    report = result.report() | {"run": str(run.path), "files": files}
+    report = result.report() | {"llvm": ds.meta.get("llvm"), "run": str(run.path), "files": files}
     (run.path / "bc.json").write_text(json.dumps(report, indent=2) + "\n")
     if args.json:
         print(json.dumps(report, indent=2))
@@ -60,7 +60,8 @@ def cmd_train_bc(args) -> int:
         held = ("no held-out rows" if result.heldout_agreement is None else
                 f"{100 * result.heldout_agreement:.2f}% on {result.heldout_rows} rows of "
                 f"{len(result.heldout_modules)} held-out modules ({', '.join(result.heldout_units)})")
-        print(f"{run.path}: agreement with the heuristic {100 * result.train_agreement:.2f}% on "
+        print(f"{run.path}: agreement with LLVM {report['llvm'] or '?'}'s heuristic "
+              f"{100 * result.train_agreement:.2f}% on "
               f"{result.train_rows} training rows, {held}")
         for k, v in files.items():
             print(f"  {k}: {v}", file=sys.stdout)
@@ -70,6 +71,7 @@ def cmd_train_bc(args) -> int:
 def cmd_train_es(args) -> int:
     from pathlib import Path
 
+    from .._native import default_llvm
     from ..corpus import corpus_entries
     from ..training import ESConfig, ESTrainer
     from ..workers import Progress, make_pool
@@ -107,11 +109,12 @@ def cmd_train_es(args) -> int:
     best = out / "best" / "policy.npz"
     chosen = type(policy).load(best, problem=problem) if best.exists() else final
     files = run.save_policy(chosen, compile_so=not args.no_compile)
-    summary = {"run": str(out), "iterations": trainer.iteration, "best_validation_delta_percent": trainer.best,
-               "files": files}
+    summary = {"run": str(out), "llvm": default_llvm(), "iterations": trainer.iteration,
+               "best_validation_delta_percent": trainer.best, "files": files}
     best_text = "n/a" if trainer.best is None else f"{trainer.best:+.3f}%"
     print(json.dumps(summary, indent=2) if args.json else
-          f"{out}: {trainer.iteration} iterations; best validation delta {best_text}; "
+          f"{out}: {trainer.iteration} iterations; best validation delta {best_text} vs -Oz (LLVM "
+          f"{summary['llvm']}); "
           f"policy: {files.get('policy_so', files['model'])}")
     return 0
 
@@ -156,6 +159,7 @@ def _load_init(args):
 def cmd_train_search(args) -> int:
     from pathlib import Path
 
+    from .._native import default_llvm
     from ..corpus import corpus_entries
     from ..training.local_search import SearchConfig, search_and_imitate
     from ..training.validation import total_delta_percent
@@ -165,8 +169,9 @@ def cmd_train_search(args) -> int:
     problem = policy.problem
     out = Path(args.output)
     run = open_run_dir(args, resumable=False)
-    cfg = SearchConfig(evaluations_per_module=args.evaluations, batch=args.batch, max_decisions=args.max_decisions,
-                       flip_weights=tuple(args.flip_weights), epochs=args.epochs, lr=args.lr, seed=args.seed)
+    cfg = SearchConfig(evaluations_per_module=args.evaluations, batch=args.batch, max_flips=args.max_flips,
+                       max_decisions=args.max_decisions, flip_weights=tuple(args.flip_weights),
+                       partitions=args.partitions, epochs=args.epochs, lr=args.lr, seed=args.seed)
     run.write_config({"kind": "search", "corpus": args.corpus, "validation": args.validation, "init": str(init),
                       "problem": problem.name, **cfg.__dict__})
     say = (lambda s: None) if args.quiet else (lambda s: print(s.strip(), file=sys.stderr, flush=True))
@@ -181,14 +186,16 @@ def cmd_train_search(args) -> int:
             validate=lambda p: total_delta_percent(p, validation, baseline, out / "work", pool=pool))
     files = run.save_policy(chosen, compile_so=not args.no_compile)
     report["files"] = files
+    report["llvm"] = default_llvm()
     (out / "search_report.json").write_text(json.dumps(report, indent=2) + "\n")
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         val = report["validation"].get(report["chosen"])
-        print(f"{out}: search saved {-report['train_delta_percent']:.3f}% of the training modules' .text in "
+        print(f"{out}: LLVM {report['llvm']}: search reached {report['train_delta_percent']:+.3f}% vs -Oz on the "
+              f"training modules (the starting policy: {report['start_delta_percent']:+.3f}%) in "
               f"{report['evaluations']} evaluations; chose {report['chosen']} (validation "
-              f"{'n/a' if val is None else f'{val:+.3f}%'}); policy: {files.get('policy_so', files['model'])}")
+              f"{'n/a' if val is None else f'{val:+.3f}%'} vs -Oz); policy: {files.get('policy_so', files['model'])}")
     return 0
 
 
@@ -258,13 +265,18 @@ def register(sub) -> None:
                       "mlopt train search splits/train --init runs/bc -o runs/search --evaluations 96"])
     se.add_argument("corpus", help="training corpus")
     se.add_argument("--init", required=True, metavar="RUN|NPZ",
-                    help="starting policy (a run directory or policy.npz); orders the search and is trained further")
+                    help="starting policy (a run directory or policy.npz): its own compiles are the starting "
+                         "trajectories, it decides after each flip and is trained further")
     se.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
     se.add_argument("--validation", metavar="CORPUS",
                     help="corpus to choose the imitation on (a validation split; never the test split)")
     se.add_argument("--problem", type=problem_name, help="checked against the starting policy's (default: it)")
     se.add_argument("--evaluations", type=positive_int, default=48, metavar="N", help="compiles per module (48)")
     se.add_argument("--batch", type=positive_int, default=8, help="moves per module per round (8)")
+    se.add_argument("--max-flips", type=positive_int, default=10, metavar="N",
+                    help="accepted flips per module, each after the last (10, as BC-Max)")
+    se.add_argument("--partitions", type=positive_int, default=4, metavar="N",
+                    help="imitation: module-size partitions that weigh the same (4)")
     se.add_argument("--max-decisions", type=positive_int, default=3000, metavar="N",
                     help="modules with more decisions are not searched (3000)")
     se.add_argument("--flip-weights", type=float_list, default=(1.0, 4.0, 16.0), metavar="1,4,16",

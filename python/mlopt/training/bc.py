@@ -32,12 +32,12 @@ class BCResult:
     heldout_rows: int
     losses: list[float] = field(default_factory=list)
     heldout_modules: list[str] = field(default_factory=list)  # names of the held-out modules
-    heldout_units: list[str] = field(default_factory=list)  # their packages (or modules, without a prefix)
+    heldout_units: list[str] = field(default_factory=list)  # what was held out whole: packages (or modules)
 
     def report(self) -> dict:
         return {"train_agreement": self.train_agreement, "heldout_agreement": self.heldout_agreement,
                 "train_rows": self.train_rows, "heldout_rows": self.heldout_rows,
-                "heldout_module_count": len(self.heldout_modules), "heldout_packages": self.heldout_units,
+                "heldout_module_count": len(self.heldout_modules), "heldout_units": self.heldout_units,
                 "final_loss": self.losses[-1], "epochs": len(self.losses)}
 
 
@@ -50,18 +50,28 @@ def holdout_unit(module: str) -> str:
     return package_of(module) if "/" in module else module
 
 
+def holdout_unit_of(modules: Sequence[str], rows: Sequence[int]) -> Callable[[str], str]:
+    """:func:`holdout_unit`, or the module itself when fewer than two
+    packages have rows (a single package's modules are then the units)."""
+    if len({holdout_unit(m) for m, r in zip(modules, rows) if r > 0}) < 2:
+        return str
+    return holdout_unit
+
+
 def heldout_modules(modules: Sequence[str], fraction: float, rows: Sequence[int] | None = None) -> list[int]:
     """Indices of the modules held out to measure agreement: whole units
-    (:func:`holdout_unit`: packages) in the order of their salted hash,
+    (:func:`holdout_unit`: packages; modules when a single package has
+    rows) in the order of their salted hash,
     taken until they hold at least ``fraction`` of the rows (``rows``: rows
     per module; default one each) -- at least one unit with rows when
     ``fraction > 0``, never every unit with rows."""
     rows = [1] * len(modules) if rows is None else [int(r) for r in rows]
     if fraction <= 0:
         return []
+    unit_of = holdout_unit_of(modules, rows)
     per_unit: dict[str, int] = {}
     for m, r in zip(modules, rows):
-        per_unit[holdout_unit(m)] = per_unit.get(holdout_unit(m), 0) + r
+        per_unit[unit_of(m)] = per_unit.get(unit_of(m), 0) + r
     with_rows = [u for u, r in per_unit.items() if r > 0]
     total = sum(rows)
     held: set[str] = set()
@@ -71,7 +81,7 @@ def heldout_modules(modules: Sequence[str], fraction: float, rows: Sequence[int]
             break
         held.add(unit)
         taken += per_unit[unit]
-    return [i for i, m in enumerate(modules) if holdout_unit(m) in held]
+    return [i for i, m in enumerate(modules) if unit_of(m) in held]
 
 
 def vocab_from_rows(columns: dict[str, np.ndarray], rows: np.ndarray, features: Sequence[str],
@@ -122,8 +132,9 @@ def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epo
         return float((np.argmax(logits, axis=1) == labels[idx]).mean())
 
     held_names = [ds.modules[i] for i in held]
+    unit_of = holdout_unit_of(ds.modules, per_module)
     return BCResult(policy, agreement(train_idx), agreement(test_idx), len(train_idx), len(test_idx), losses,
-                    held_names, sorted({holdout_unit(m) for m in held_names}))
+                    held_names, sorted({unit_of(m) for m in held_names}))
 
 
 def clone_logs(policy: MLPPolicy, logs: Sequence, *, label: str | None = None, epochs: int = 10,
