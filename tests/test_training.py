@@ -278,23 +278,38 @@ def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, cap
 @pytest.mark.llvm
 @pytest.mark.network
 def test_demo_reduced_mode_outputs_are_consistent(tmp_path, capsys):
-    """`mlopt demo --small`: corpus -> trace -> BC -> ES -> policy.so -> the
-    held-out split through stock clang-19; its numbers agree with its files."""
+    """`mlopt demo --small`: corpus -> package split -> trace -> BC -> ES ->
+    policy.so -> the test split through stock clang; its numbers agree
+    with its files, and no package is on two sides."""
     import csv
 
+    from mlopt._native import default_llvm
     from mlopt.cli import main
+    from mlopt.corpus import package_of, read_description
 
     assert main(["demo", "--small", "-o", str(tmp_path / "d"), "--quiet", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["verify_with_clang"]["mismatches"] == [] and not result["failed"]
-    with open(result["files"]["heldout_csv"], encoding="utf-8", errors="surrogateescape") as f:
+    assert result["llvm"] == default_llvm()
+    assert result["packages"] == {"train": ["marisa-trie"], "validation": ["ujson"], "test": ["lz4"]}
+    sides = {side: read_description(tmp_path / "d" / "splits" / side)["modules"] for side in result["packages"]}
+    for side, modules in sides.items():
+        assert {package_of(m) for m in modules} == set(result["packages"][side])
+        assert len(modules) == result["modules"][side] > 0
+    # BC and its vocab saw the training split only
+    trace = TraceDataset.load(tmp_path / "d" / "trace.npz")
+    assert trace.modules == sides["train"]
+    assert result["bc"]["train_rows"] + result["bc"]["heldout_rows"] == len(trace)
+    assert result["bc"]["heldout_module_count"] > 0 and result["bc"]["train_agreement"] > 0.8
+    with open(result["files"]["test_csv"], encoding="utf-8", errors="surrogateescape") as f:
         rows = list(csv.DictReader(f))
-    total = result["heldout"]["all"]
-    assert total["modules"] == len(rows) == result["modules"]["heldout"] == result["verify_with_clang"]["modules"]
+    total = result["test"]["all"]
+    assert total["modules"] == len(rows) == result["modules"]["test"] == result["verify_with_clang"]["modules"]
+    assert {r["module"] for r in rows} == set(sides["test"])
     assert total["policy_text"] == sum(int(r["policy_text"]) for r in rows)
     assert total["heuristic_text"] == sum(int(r["heuristic_text"]) for r in rows)
-    assert result["heldout"]["C"]["modules"] + result["heldout"]["C++"]["modules"] == total["modules"]
-    assert result["es"]["iterations"] == 1 and result["bc"]["train_agreement"] > 0.8
+    assert sum(result["test"].get(lang, {"modules": 0})["modules"] for lang in ("C", "C++")) == total["modules"]
+    assert result["es"]["iterations"] == 1
     assert result["es"]["best_validation_delta_percent"] <= result["es"]["validation_start"]
     policy = mlopt.load_policy(result["files"]["policy_so"])
     assert policy.problem == inlining.PROBLEM
