@@ -50,7 +50,7 @@ def _trainer(kind: str, setup, run, pool):
     if kind == "es":
         from mlopt.training import ESConfig, ESTrainer
 
-        cfg = ESConfig(iterations=1, perturbations=2, modules_per_perturbation=3, seed=3)
+        cfg = ESConfig(iterations=1, perturbations=2, modules_per_perturbation=3, sigma=0.5, seed=3)
         return ESTrainer(policy, entries[:5], baseline, run, cfg, validation=entries[5:], pool=pool)
     from mlopt.training.ppo import PPOConfig, PPOTrainer
 
@@ -84,7 +84,10 @@ def test_an_iteration_on_a_two_node_cluster_gives_the_local_pools_bytes(kind, se
         trainer = _trainer(kind, setup, tmp_path / "cluster", pool)
         trainer.run()
     assert _outcome(trainer) == local
-    assert trainer.iteration == 1 and local[1][0]["evaluations"] > 0
+    assert trainer.iteration == 1 and local[1][-1]["iteration"] == 1
+    from mlopt.training.es import flatten
+
+    assert local[0] != flatten(setup[0]).tobytes()  # the iteration moved the policy
 
 
 @pytest.mark.parametrize("kind", TRAINERS)

@@ -160,6 +160,7 @@ def test_cli_train_bc_writes_a_run_directory_whose_policy_clang_can_use(sdist_tr
     assert main(["train", "bc", str(tmp_path / "trace.npz"), "-o", str(run), "--epochs", "20", "--heldout", "0.3",
                  "--quiet", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
+    assert report["llvm"] == sdist_trace.meta["llvm"]
     assert report["heldout_agreement"] >= 0.9 and report["heldout_rows"] >= 0.3 * len(sdist_trace)
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [m["epoch"] for m in metrics] == list(range(20))
@@ -270,9 +271,21 @@ def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, cap
     assert [m["iteration"] for m in metrics] == [1, 2]
     policy = mlopt.load_policy(summary["files"]["policy_so"])
     assert len(mlopt.compile(mlopt.load_corpus(mini_corpus)[0], policy).decisions) > 0
-    assert main([*args, "--iterations", "1"]) == 1  # the run directory exists: no silent overwrite
+    assert summary["llvm"] == 19
+    capsys.readouterr()
+    assert main([*args, "--iterations", "1"]) == 2  # the run directory exists: neither --force nor --resume
+    assert "--resume to continue it, --force to start over" in capsys.readouterr().err
+    assert main([*args, "--iterations", "1", "--force", "--resume"]) == 2
     assert main(["train", "es", str(mini_corpus), "--init", str(tmp_path / "bc"), "-o", str(tmp_path / "none"),
                  "--resume"]) == 2
+    # --force starts over: a fresh theta, optimizer state, best/ and metrics, as a new run directory would
+    assert main([*args, "--iterations", "1", "--force"]) == 0
+    assert main([*args, "--iterations", "1", "-o", str(tmp_path / "es_new")]) == 0
+    metrics = [json.loads(line) for line in (tmp_path / "es" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in metrics] == [1]
+    for name in ("checkpoint.npz", "best/policy.npz", "policy.npz"):
+        with np.load(tmp_path / "es" / name) as forced, np.load(tmp_path / "es_new" / name) as new:
+            assert forced.files == new.files and all(np.array_equal(forced[k], new[k]) for k in new.files), name
 
 
 @pytest.mark.llvm
