@@ -17,6 +17,11 @@ from ._common import (
 )
 
 
+def _printable(name: str) -> str:
+    """A module or package name as a terminal shows it (undecodable bytes replaced)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def open_run_dir(args, *, resumable: bool = True):
     """The trainer's run directory (training.run_dir.open_run) from -o,
     --force and --resume; a conflict is a usage error (exit 2)."""
@@ -59,7 +64,7 @@ def cmd_train_bc(args) -> int:
     else:
         held = ("no held-out rows" if result.heldout_agreement is None else
                 f"{100 * result.heldout_agreement:.2f}% on {result.heldout_rows} rows of "
-                f"{len(result.heldout_modules)} held-out modules ({', '.join(result.heldout_units)})")
+                f"{len(result.heldout_modules)} held-out modules ({', '.join(map(_printable, result.heldout_units))})")
         print(f"{run.path}: agreement with LLVM {report['llvm'] or '?'}'s heuristic "
               f"{100 * result.train_agreement:.2f}% on "
               f"{result.train_rows} training rows, {held}")
@@ -102,7 +107,7 @@ def cmd_train_es(args) -> int:
 
             def done(m: dict) -> None:
                 val = m["validation_delta_percent"]
-                bar.update(reward=f"{m['reward']:.5f}", val="-" if val is None else f"{val:+.3f}%",
+                bar.update(train=f"{-100 * m['reward']:+.3f}%", val="-" if val is None else f"{val:+.3f}%",
                            evals_s=f"{m['evaluations_per_s']:.1f}")
 
             final = trainer.run(on_iteration=done)

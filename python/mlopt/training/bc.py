@@ -61,10 +61,11 @@ def holdout_unit_of(modules: Sequence[str], rows: Sequence[int]) -> Callable[[st
 def heldout_modules(modules: Sequence[str], fraction: float, rows: Sequence[int] | None = None) -> list[int]:
     """Indices of the modules held out to measure agreement: whole units
     (:func:`holdout_unit`: packages; modules when a single package has
-    rows) in the order of their salted hash,
-    taken until they hold at least ``fraction`` of the rows (``rows``: rows
-    per module; default one each) -- at least one unit with rows when
-    ``fraction > 0``, never every unit with rows."""
+    rows) in the order of their salted hash, taken until they hold
+    ``fraction`` of the rows (``rows``: rows per module; default one each),
+    skipping a unit that would take more than 1.5 times that share; when
+    every unit alone is that large, the unit closest to the share. At
+    least one unit with rows when ``fraction > 0``, never every unit."""
     rows = [1] * len(modules) if rows is None else [int(r) for r in rows]
     if fraction <= 0:
         return []
@@ -73,14 +74,18 @@ def heldout_modules(modules: Sequence[str], fraction: float, rows: Sequence[int]
     for m, r in zip(modules, rows):
         per_unit[unit_of(m)] = per_unit.get(unit_of(m), 0) + r
     with_rows = [u for u, r in per_unit.items() if r > 0]
-    total = sum(rows)
-    held: set[str] = set()
+    target = fraction * sum(rows)
+    order = sorted(with_rows, key=lambda u: (split_value(u, HELDOUT_SALT), u))
+    held: list[str] = []
     taken = 0
-    for unit in sorted(with_rows, key=lambda u: (split_value(u, HELDOUT_SALT), u)):
-        if taken >= fraction * total or len(held) + 1 >= len(with_rows):
+    for unit in order:  # in hash order, skipping units that would overshoot the share by half
+        if taken >= target or len(held) + 1 >= len(with_rows):
             break
-        held.add(unit)
-        taken += per_unit[unit]
+        if taken + per_unit[unit] <= 1.5 * target:
+            held.append(unit)
+            taken += per_unit[unit]
+    if not held and len(with_rows) > 1:  # every unit alone is too large: the one closest to the share
+        held.append(min(order, key=lambda u: abs(per_unit[u] - target)))
     return [i for i, m in enumerate(modules) if unit_of(m) in held]
 
 
