@@ -96,6 +96,7 @@ def test_eval_verified_with_stock_clang(llvm_tools, plugin, mini_corpus, policy_
                  "--call-sites", module, "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["verify_with_clang"] == {"modules": len(corpus_entries(mini_corpus)), "mismatches": []}
+    assert summary["llvm"] == llvm_tools["major"]  # the report names the LLVM that produced it
     rows = {r["module"]: r for r in _csv(out / "modules.csv")}
     for e in corpus_entries(mini_corpus):
         subprocess.run(clang_command(e, tmp_path / "c.o", str(policy_so)), check=True)
