@@ -1,13 +1,13 @@
 """The trainers side by side on the default corpus: evolution strategies and
 trajectory search + imitation, both started from the same BC policy, each
-given a wall-clock budget, each evaluated on the held-out split against
+given a wall-clock budget, each evaluated on the test split against
 stock -Oz (the baseline, compiled in the same run), C and C++ apart.
 
 For each trainer: wall time, compiles, compiles/s, the training-module
 reward it optimized as a .text delta (ES: minus the mean reward of its last
 iteration; search: total .text delta of the training modules' best
 trajectories), the validation
-delta of the policy it chose, and the held-out .text ratio policy / -Oz.
+delta of the policy it chose, and the test .text ratio policy / -Oz.
 The BC policy itself is the first row.
 
     python3 benchmarks/bench_trainers.py [--es-iterations 40] [--search-evaluations 192] [--out DIR]
@@ -30,7 +30,7 @@ from mlopt.rollouts import trace_corpus
 from mlopt.training import ESConfig, ESTrainer, train_bc
 from mlopt.training.demo import demo_splits, language_totals
 from mlopt.training.local_search import SearchConfig, search_and_imitate
-from mlopt.training.run_dir import RunDir
+from mlopt.training.run_dir import open_run
 from mlopt.training.validation import total_delta_percent
 from mlopt.workers import make_pool
 
@@ -51,20 +51,22 @@ def main() -> None:
     with make_pool(args.workers) as pool:
         ds = trace_corpus(out / "splits" / "train", pool=pool, quiet=True)
         baseline = {m: int(s) for m, s in zip(ds.modules, ds.text_size)}
+        val_ds = trace_corpus(out / "splits" / "validation", pool=pool, quiet=True)  # its sizes only
+        baseline.update({m: int(s) for m, s in zip(val_ds.modules, val_ds.text_size)})
         train = [e for e in train if e.name in baseline]
         validation = [e for e in validation if e.name in baseline]
         val = lambda p: total_delta_percent(p, validation, baseline, out / "work", pool=pool)  # noqa: E731
 
         def held_out(name: str, policy, seconds: float, evaluations: int, reward: float | None) -> None:
-            run = RunDir(out / name, create=True, force=True)
+            run = open_run(out / name, force=True)
             files = run.save_policy(policy)
-            ev = evaluate(files["policy_so"], out / "splits" / "heldout", pool=pool, quiet=True)
+            ev = evaluate(files["policy_so"], out / "splits" / "test", pool=pool, quiet=True)
             totals = language_totals(ev.rows)
             rows.append({"trainer": name, "seconds": seconds, "evaluations": evaluations,
                          "evaluations_per_s": evaluations / seconds if seconds else None,
                          "train_reward_percent": reward, "validation_delta_percent": val(policy),
                          "heldout": totals})
-            print(f"{name}: held-out {totals['all']['delta_percent']:+.3f}% in {seconds:.0f} s", flush=True)
+            print(f"{name}: test {totals['all']['delta_percent']:+.3f}% in {seconds:.0f} s", flush=True)
 
         t = time.perf_counter()
         bc = train_bc(ds, inlining.PROBLEM, epochs=10)
@@ -72,7 +74,7 @@ def main() -> None:
 
         t = time.perf_counter()
         es_dir = out / "es-run"
-        RunDir(es_dir, create=True, force=True)
+        open_run(es_dir, force=True)
         cfg = ESConfig(iterations=args.es_iterations, perturbations=args.perturbations, sigma=0.02, lr=0.01,
                        modules_per_perturbation=16)
         trainer = ESTrainer(bc.policy, train, baseline, es_dir, cfg, validation=validation, pool=pool)
@@ -80,7 +82,7 @@ def main() -> None:
 
         def on_iteration(m: dict) -> None:
             metrics.append(m)
-            print(f"  es {m['iteration']}: reward {100 * m['reward']:+.3f}%, validation "
+            print(f"  es {m['iteration']}: training {-100 * m['reward']:+.3f}%, validation "
                   f"{m['validation_delta_percent']:+.3f}%, {m['evaluations_per_s']:.1f} evaluations/s", flush=True)
 
         trainer.run(on_iteration)
@@ -93,7 +95,7 @@ def main() -> None:
 
         t = time.perf_counter()
         search_dir = out / "search-run"
-        RunDir(search_dir, create=True, force=True)
+        open_run(search_dir, force=True)
         policy, report = search_and_imitate(bc.policy, ds, train, search_dir,
                                             SearchConfig(evaluations_per_module=args.search_evaluations),
                                             validate=val, pool=pool, say=lambda s: print(" ", s.strip(), flush=True))
@@ -113,7 +115,7 @@ def main() -> None:
                   f"{h[g]['delta_percent']:>+8.3f}%" if g in h else f"{'-':>9}" for g in ("C", "C++", "all"))
               + f"{ratio:>9.4f}")
     print("(train: what the trainer optimized, as a .text delta vs -Oz: ES, minus its last iteration's mean "
-          "reward; search, the training modules' best trajectories; held-out columns: .text delta vs -Oz; "
+          "reward; search, the training modules' best trajectories; test columns: .text delta vs -Oz; "
           "ratio: policy / -Oz .text)")
     print(f"run directories: {out}")
 

@@ -96,6 +96,7 @@ def test_eval_verified_with_stock_clang(llvm_tools, plugin, mini_corpus, policy_
                  "--call-sites", module, "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["verify_with_clang"] == {"modules": len(corpus_entries(mini_corpus)), "mismatches": []}
+    assert summary["llvm"] == llvm_tools["major"]  # the report names the LLVM that produced it
     rows = {r["module"]: r for r in _csv(out / "modules.csv")}
     for e in corpus_entries(mini_corpus):
         subprocess.run(clang_command(e, tmp_path / "c.o", str(policy_so)), check=True)
@@ -170,3 +171,19 @@ def test_training_curve_plot_from_a_run_directory(tmp_path):
         json.dumps({"iteration": i, "reward": 0.01 * i, "validation_delta_percent": -0.1 * i}) for i in range(5)))
     path = plot_training_curve(tmp_path, tmp_path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_training_curves_share_one_sign_convention():
+    """ES logs a reward (positive = smaller), search and validation a delta
+    (negative = smaller): the plot shows all as delta % vs -Oz, negative =
+    smaller, so a policy that shrinks code goes down on every curve."""
+    from mlopt.evaluation.plots import training_curve_series
+
+    es = training_curve_series([{"iteration": 1, "reward": 0.02, "validation_delta_percent": -1.5},
+                                {"iteration": 2, "reward": -0.01, "validation_delta_percent": None}])
+    assert es["training (mean per sampled module)"] == [-2.0, 1.0]
+    assert es["validation (total)"][0] == -1.5 and np.isnan(es["validation (total)"][1])
+    search = training_curve_series([{"round": 1, "train_delta_percent": -0.7}])
+    assert search == {"training (total of its modules)": [-0.7]}
+    both = training_curve_series([{"iteration": 1, "reward": 0.007, "train_delta_percent": -0.7}])
+    assert both == {"training (total of its modules)": [-0.7]}  # ES logs both: its total is the objective

@@ -25,8 +25,8 @@ _HOMES = {
     "mlopt.errors": (  # every error derives from MloptError
         "MloptError", "CompileError", "CorpusError", "FeatureError", "IR2VecVocabError", "InteractiveError",
         "LogFormatError", "LogUsageError", "ModelFormatError", "ModuleError", "NativeModuleError", "OutputExistsError",
-        "PluginNotFoundError", "PolicyCompileError", "PolicyError", "ProblemError", "SpecError", "VocabError",
-        "BBAddrMapError", "TraceError", "RewardToolError", "RewardUnsupportedError",
+        "PluginNotFoundError", "PolicyCompileError", "PolicyError", "ProblemError", "RunDirError", "SpecError",
+        "VocabError", "BBAddrMapError", "TraceError", "RewardToolError", "RewardUnsupportedError",
         "MloptWarning", "TruncatedLogWarning"),
     "mlopt.log": ("Log", "LogHeader", "LogStream", "LogView", "LogWriter", "Observation", "TensorSpec", "read_log"),
     "mlopt.policy": ("LoadedPolicy", "MLPPolicy", "Vocab", "compile_policy"),  # problem-neutral

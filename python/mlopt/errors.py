@@ -145,6 +145,13 @@ class RewardToolError(MloptError, RuntimeError):
     missing or failed; the message says which and why."""
 
 
+class RunDirError(MloptError, FileExistsError):
+    """A training run directory that cannot be opened as asked: a run exists
+    and neither starting over (``force``) nor resuming was asked, nothing to
+    resume, or a non-empty directory that is not a run's. A usage error on
+    the command line (exit 2)."""
+
+
 class MloptWarning(UserWarning):
     """Base of mlopt's warnings."""
 

@@ -48,12 +48,12 @@ def cmd_eval(args) -> int:
     from .._native import default_llvm
     from ..evaluation import (
         call_site_report,
-                evaluate,
+        evaluate,
         format_summary,
         plot_evaluation,
         plot_training_curve,
         verify_with_clang,
-    write_csv,
+        write_csv,
     )
 
     policy, run_dir = Path(args.policy), None
@@ -65,15 +65,15 @@ def cmd_eval(args) -> int:
         raise OutputExistsError(str(out / "modules.csv"))
     out.mkdir(parents=True, exist_ok=True)
     ev = evaluate(policy, args.corpus, workers=args.workers, ray=args.ray, timeout=args.timeout, quiet=args.quiet)
-    summary = ev.summary()
+    summary = {"llvm": default_llvm(), **ev.summary()}
     write_csv(ev.rows, out / "modules.csv")
     files = {"modules_csv": str(out / "modules.csv")}
     if args.call_sites:
         files["call_sites"] = call_site_report(policy, args.corpus, args.call_sites, out / "call_sites.csv")
     if not args.no_plots:
         try:
-            files["plots"] = [str(p) for p in plot_evaluation(ev.rows, out)]
-            if run_dir is not None and (curve := plot_training_curve(run_dir, out)):
+            files["plots"] = [str(p) for p in plot_evaluation(ev.rows, out, llvm=summary["llvm"])]
+            if run_dir is not None and (curve := plot_training_curve(run_dir, out, llvm=summary["llvm"])):
                 files["plots"].append(str(curve))
         except Exception as e:  # plotting is optional: say why there is none
             print(f"mlopt: warning: no plots: {e}", file=sys.stderr)

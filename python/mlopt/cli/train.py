@@ -7,6 +7,7 @@ import sys
 
 from ._common import (
     add_command,
+    add_exclude_option,
     add_ir2vec_option,
     float_list,
     fraction,
@@ -17,16 +18,33 @@ from ._common import (
 )
 
 
+def _printable(name: str) -> str:
+    """A module or package name as a terminal shows it (undecodable bytes replaced)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def open_run_dir(args, *, resumable: bool = True):
+    """The trainer's run directory (training.run_dir.open_run) from -o,
+    --force and --resume; a conflict is a usage error (exit 2)."""
+    from ..errors import RunDirError
+    from ..training.run_dir import open_run
+    from ._common import UsageError
+
+    try:
+        return open_run(args.output, force=args.force, resume=getattr(args, "resume", False), resumable=resumable)
+    except RunDirError as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_train_bc(args) -> int:
     from ..problems import get
     from ..rollouts import TraceDataset
     from ..training import train_bc
-    from ..training.run_dir import RunDir
     from ..workers import Progress
 
     ds = TraceDataset.load(args.trace)
     problem = get(args.problem or ds.meta.get("problem") or "inlining")
-    run = RunDir(args.output, create=True, force=args.force)
+    run = open_run_dir(args, resumable=False)
     config = {"kind": "bc", "trace": args.trace, "problem": problem.name, "hidden": list(args.hidden),
               "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "buckets": args.buckets,
               "seed": args.seed, "heldout": args.heldout}
@@ -40,14 +58,16 @@ def cmd_train_bc(args) -> int:
                           lr=args.lr, num_buckets=args.buckets, heldout_fraction=args.heldout, seed=args.seed,
                           on_epoch=epoch_done)
     files = run.save_policy(result.policy, compile_so=not args.no_compile)
-    report = result.report() | {"run": str(run.path), "files": files}
+    report = result.report() | {"llvm": ds.meta.get("llvm"), "run": str(run.path), "files": files}
     (run.path / "bc.json").write_text(json.dumps(report, indent=2) + "\n")
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         held = ("no held-out rows" if result.heldout_agreement is None else
-                f"{100 * result.heldout_agreement:.2f}% on {result.heldout_rows} rows of held-out modules")
-        print(f"{run.path}: agreement with the heuristic {100 * result.train_agreement:.2f}% on "
+                f"{100 * result.heldout_agreement:.2f}% on {result.heldout_rows} rows of "
+                f"{len(result.heldout_modules)} held-out modules ({', '.join(map(_printable, result.heldout_units))})")
+        print(f"{run.path}: agreement with LLVM {report['llvm'] or '?'}'s heuristic "
+              f"{100 * result.train_agreement:.2f}% on "
               f"{result.train_rows} training rows, {held}")
         for k, v in files.items():
             print(f"  {k}: {v}", file=sys.stdout)
@@ -57,43 +77,23 @@ def cmd_train_bc(args) -> int:
 # --- es / ppo: the rollout trainers (owned by the es-ppo work; one flow for both) ---------------------------
 
 
-def _start_run(args, out):
-    """The run directory of a rollout trainer: --resume continues it,
-    --force starts it over (new weights, optimizer state and best/),
-    neither on an existing run is a usage error."""
-    import shutil
-
-    from ..training.run_dir import RunDir
-    from ._common import UsageError
-
-    if args.resume and args.force:
-        raise UsageError("--resume and --force exclude each other (continue the run, or start it over)")
-    if args.resume:
-        if not (out / "checkpoint.npz").exists():
-            raise UsageError(f"{out}: nothing to resume (no checkpoint.npz)")
-        return RunDir(out)
-    if ((out / "config.json").exists() or (out / "checkpoint.npz").exists()) and not args.force:
-        raise UsageError(f"{out}: already a run directory (--resume to continue it, --force to start over)")
-    for name in ("checkpoint.npz", "checkpoint.partial.npz"):
-        (out / name).unlink(missing_ok=True)
-    for name in ("best", "work"):
-        shutil.rmtree(out / name, ignore_errors=True)
-    return RunDir(out, create=True, force=True)
-
-
 def _rollout_trainer(args, kind: str, cfg, make_trainer, describe) -> int:
     from pathlib import Path
 
+    from .._native import default_llvm
     from ..corpus import corpus_entries
     from ..workers import Progress, make_pool
+    from ._common import UsageError
 
     init, policy = _load_init(args)
     problem = policy.problem
     out = Path(args.output)
-    run = _start_run(args, out)
+    run = open_run_dir(args)
+    if run.resumed and not (out / "checkpoint.npz").exists():
+        raise UsageError(f"{out}: nothing to resume (no checkpoint.npz)")
     with make_pool(args.workers, ray=args.ray, timeout=args.timeout) as pool:
-        train = corpus_entries(args.corpus)
-        validation = corpus_entries(args.validation) if args.validation else []
+        train = corpus_entries(args.corpus, args.exclude)
+        validation = corpus_entries(args.validation, args.exclude) if args.validation else []
         corpora = [args.corpus] + ([args.validation] if args.validation else [])
         baseline = _objective_baseline(problem, corpora, train + validation, pool, args.quiet)
         distilled = None
@@ -104,12 +104,13 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe) -> int:
             policy, agreement = distill(policy, trace_corpus(args.corpus, pool=pool, quiet=True).columns,
                                         args.hidden, seed=args.seed)
             distilled = {"hidden": list(args.hidden), "agreement_with_init": agreement}
-        if not args.resume:
+        if not run.resumed:
             run.write_config({"kind": kind, "corpus": args.corpus, "validation": args.validation, "init": str(init),
-                              "problem": problem.name, "distilled": distilled, **cfg.__dict__})
+                              "problem": problem.name, "distilled": distilled, "excluded": list(args.exclude),
+                              **cfg.__dict__})
         trainer = make_trainer(policy, [e for e in train if e.name in baseline], baseline, out, cfg,
                                validation=[e for e in validation if e.name in baseline], pool=pool)
-        if args.resume:
+        if run.resumed:
             trainer.resume()
         with Progress(cfg.iterations, describe, quiet=args.quiet, unit="iteration") as bar:
             bar.update(trainer.iteration)
@@ -124,12 +125,13 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe) -> int:
     best = out / "best" / "policy.npz"
     chosen = type(policy).load(best, problem=problem) if best.exists() else final
     files = run.save_policy(chosen, compile_so=not args.no_compile)
-    summary = {"run": str(out), "iterations": trainer.iteration, "start_validation_delta_percent":
-               trainer.start_validation, "best_validation_delta_percent": trainer.best, "files": files}
+    summary = {"run": str(out), "llvm": default_llvm(), "iterations": trainer.iteration,
+               "start_validation_delta_percent": trainer.start_validation,
+               "best_validation_delta_percent": trainer.best, "files": files}
     best_text = "n/a" if trainer.best is None else f"{trainer.best:+.3f}%"
     print(json.dumps(summary, indent=2) if args.json else
-          f"{out}: {trainer.iteration} iterations; best validation delta {best_text} (total objective vs the "
-          f"heuristic, - = smaller); policy: {files.get('policy_so', files['model'])}")
+          f"{out}: {trainer.iteration} iterations; best validation delta {best_text} vs -Oz (total objective, "
+          f"- = smaller; LLVM {summary['llvm']}); policy: {files.get('policy_so', files['model'])}")
     return 0
 
 
@@ -208,24 +210,25 @@ def _load_init(args):
 def cmd_train_search(args) -> int:
     from pathlib import Path
 
+    from .._native import default_llvm
     from ..corpus import corpus_entries
     from ..training.local_search import SearchConfig, search_and_imitate
-    from ..training.run_dir import RunDir
     from ..training.validation import total_delta_percent
     from ..workers import make_pool
 
     init, policy = _load_init(args)
     problem = policy.problem
     out = Path(args.output)
-    run = RunDir(out, create=True, force=args.force)
-    cfg = SearchConfig(evaluations_per_module=args.evaluations, batch=args.batch, max_decisions=args.max_decisions,
-                       flip_weights=tuple(args.flip_weights), epochs=args.epochs, lr=args.lr, seed=args.seed)
+    run = open_run_dir(args, resumable=False)
+    cfg = SearchConfig(evaluations_per_module=args.evaluations, batch=args.batch, max_flips=args.max_flips,
+                       max_decisions=args.max_decisions, flip_weights=tuple(args.flip_weights),
+                       partitions=args.partitions, epochs=args.epochs, lr=args.lr, seed=args.seed)
     run.write_config({"kind": "search", "corpus": args.corpus, "validation": args.validation, "init": str(init),
                       "problem": problem.name, **cfg.__dict__})
     say = (lambda s: None) if args.quiet else (lambda s: print(s.strip(), file=sys.stderr, flush=True))
     with make_pool(args.workers, ray=args.ray, timeout=args.timeout) as pool:
-        train = corpus_entries(args.corpus)
-        validation = corpus_entries(args.validation) if args.validation else []
+        train = corpus_entries(args.corpus, args.exclude)
+        validation = corpus_entries(args.validation, args.exclude) if args.validation else []
         baseline, traces = _baselines([args.corpus] + ([args.validation] if args.validation else []), pool,
                                       args.quiet)
         validation = [e for e in validation if e.name in baseline]
@@ -234,14 +237,16 @@ def cmd_train_search(args) -> int:
             validate=lambda p: total_delta_percent(p, validation, baseline, out / "work", pool=pool))
     files = run.save_policy(chosen, compile_so=not args.no_compile)
     report["files"] = files
+    report["llvm"] = default_llvm()
     (out / "search_report.json").write_text(json.dumps(report, indent=2) + "\n")
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         val = report["validation"].get(report["chosen"])
-        print(f"{out}: search saved {-report['train_delta_percent']:.3f}% of the training modules' .text in "
+        print(f"{out}: LLVM {report['llvm']}: search reached {report['train_delta_percent']:+.3f}% vs -Oz on the "
+              f"training modules (the starting policy: {report['start_delta_percent']:+.3f}%) in "
               f"{report['evaluations']} evaluations; chose {report['chosen']} (validation "
-              f"{'n/a' if val is None else f'{val:+.3f}%'}); policy: {files.get('policy_so', files['model'])}")
+              f"{'n/a' if val is None else f'{val:+.3f}%'} vs -Oz); policy: {files.get('policy_so', files['model'])}")
     return 0
 
 
@@ -251,9 +256,11 @@ def _rollout_trainer_options(parser) -> None:
     parser.add_argument("--ray", metavar="ADDRESS")
     parser.add_argument("--timeout", type=positive_float, default=600.0, metavar="S")
     parser.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
-    parser.add_argument("--force", action="store_true", help="replace an existing run directory's files")
+    parser.add_argument("--force", action="store_true",
+                        help="start over: delete an existing run directory's files first")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--json", action="store_true")
+    add_exclude_option(parser)
     add_ir2vec_option(parser)
 
 
@@ -275,16 +282,18 @@ def register(sub) -> None:
     bc.add_argument("--lr", type=positive_float, default=3e-3)
     bc.add_argument("--buckets", type=positive_int, default=1000, help="vocab quantiles per feature")
     bc.add_argument("--heldout", type=fraction, default=0.2, metavar="F",
-                    help="fraction of modules held out to measure agreement (0.2)")
+                    help="share of the rows held out, whole packages, to measure agreement (0.2)")
     bc.add_argument("--seed", type=int, default=0)
     bc.add_argument("--no-compile", action="store_true", help="skip compiling policy.so")
-    bc.add_argument("--force", action="store_true", help="replace an existing run directory's files")
+    bc.add_argument("--force", action="store_true",
+                    help="start over: delete an existing run directory's files first")
     bc.add_argument("--quiet", action="store_true")
     bc.add_argument("--json", action="store_true")
     bc.set_defaults(func=cmd_train_bc)
 
     es = add_command(tsub, "es", "evolution strategies from a starting policy (e.g. the BC run)",
-                     ["mlopt train es splits/train --init runs/bc --validation splits/validation -o runs/es",
+                     ["mlopt corpus split corpus/ splits/  # train, validation, test: no package on two sides",
+                      "mlopt train es splits/train --init runs/bc --validation splits/validation -o runs/es",
                       "mlopt train es splits/train --init runs/bc -o runs/es --resume --iterations 20",
                       "mlopt train es splits/train --init runs/bc --hidden 16,16 -o runs/es-small --force"])
     _es_ppo_options(es)
@@ -318,16 +327,22 @@ def register(sub) -> None:
     ppo.set_defaults(func=cmd_train_ppo)
 
     se = add_command(tsub, "search", "search each module's decisions for smaller code, then imitate the best",
-                     ["mlopt train search splits/train --init runs/bc --validation splits/val -o runs/search",
+                     ["mlopt train search splits/train --init runs/bc --validation splits/validation -o runs/search",
                       "mlopt train search splits/train --init runs/bc -o runs/search --evaluations 96"])
     se.add_argument("corpus", help="training corpus")
     se.add_argument("--init", required=True, metavar="RUN|NPZ",
-                    help="starting policy (a run directory or policy.npz); orders the search and is trained further")
+                    help="starting policy (a run directory or policy.npz): its own compiles are the starting "
+                         "trajectories, it decides after each flip and is trained further")
     se.add_argument("-o", "--output", required=True, metavar="DIR", help="run directory")
-    se.add_argument("--validation", metavar="CORPUS", help="corpus to choose the imitation on")
+    se.add_argument("--validation", metavar="CORPUS",
+                    help="corpus to choose the imitation on (a validation split; never the test split)")
     se.add_argument("--problem", type=problem_name, help="checked against the starting policy's (default: it)")
     se.add_argument("--evaluations", type=positive_int, default=48, metavar="N", help="compiles per module (48)")
     se.add_argument("--batch", type=positive_int, default=8, help="moves per module per round (8)")
+    se.add_argument("--max-flips", type=positive_int, default=10, metavar="N",
+                    help="accepted flips per module, each after the last (10, as BC-Max)")
+    se.add_argument("--partitions", type=positive_int, default=4, metavar="N",
+                    help="imitation: module-size partitions that weigh the same (4)")
     se.add_argument("--max-decisions", type=positive_int, default=3000, metavar="N",
                     help="modules with more decisions are not searched (3000)")
     se.add_argument("--flip-weights", type=float_list, default=(1.0, 4.0, 16.0), metavar="1,4,16",

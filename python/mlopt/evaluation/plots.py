@@ -1,6 +1,8 @@
 """PNG plots of an evaluation (matplotlib: ``pip install 'mlopt[plot]'``):
 the per-module delta distribution, the cumulative size delta, and -- for a
-training run directory with ``metrics.jsonl`` -- the training curve."""
+training run directory with ``metrics.jsonl`` -- the training curve. One
+sign convention everywhere: delta vs -Oz, negative = smaller; a title
+names the LLVM major that produced the numbers when given."""
 
 from __future__ import annotations
 
@@ -32,7 +34,12 @@ def _save(plt, fig, path: Path) -> Path:
     return path
 
 
-def plot_evaluation(rows: list[ModuleResult], out_dir: str | os.PathLike, title: str = "") -> list[Path]:
+def _titled(title: str, llvm: int | str | None) -> str:
+    return title if llvm is None else f"{title} (LLVM {llvm})"
+
+
+def plot_evaluation(rows: list[ModuleResult], out_dir: str | os.PathLike, title: str = "", *,
+                    llvm: int | str | None = None) -> list[Path]:
     plt = _pyplot()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -41,9 +48,9 @@ def plot_evaluation(rows: list[ModuleResult], out_dir: str | os.PathLike, title:
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.hist(deltas, bins=min(50, max(10, len(rows) // 3)), color="#4c72b0")
     ax.axvline(0, color="black", lw=0.8)
-    ax.set_xlabel(".text delta vs heuristic (%)  [negative = smaller]")
+    ax.set_xlabel(".text delta vs -Oz (%)  [negative = smaller]")
     ax.set_ylabel("modules")
-    ax.set_title(title or "per-module .text delta")
+    ax.set_title(_titled(title or "per-module .text delta", llvm))
     paths.append(_save(plt, fig, out / "delta_distribution.png"))
 
     order = np.argsort([r.delta for r in rows], kind="stable")
@@ -52,14 +59,37 @@ def plot_evaluation(rows: list[ModuleResult], out_dir: str | os.PathLike, title:
     ax.plot(np.arange(1, len(rows) + 1), cumulative, color="#dd8452")
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xlabel("modules, largest size win first")
-    ax.set_ylabel("cumulative .text delta (bytes)")
-    ax.set_title(title or "cumulative .text delta")
+    ax.set_ylabel("cumulative .text delta vs -Oz (bytes)  [negative = smaller]")
+    ax.set_title(_titled(title or "cumulative .text delta", llvm))
     paths.append(_save(plt, fig, out / "cumulative_delta.png"))
     return paths
 
 
-def plot_training_curve(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path | None:
-    """The training and validation .text deltas per iteration from ``metrics.jsonl``."""
+# (metrics key, factor to "delta % vs -Oz, negative = smaller", label, colour): ES logs its reward
+# (mean per-module 1 - size/-Oz size: positive = smaller), search its training delta, both their validation
+CURVES = (("reward", -100.0, "training (mean per sampled module)", "#4c72b0"),
+          ("train_delta_percent", 1.0, "training (total of its modules)", "#55a868"),
+          ("validation_delta_percent", 1.0, "validation (total)", "#c44e52"))
+
+
+def training_curve_series(records: list[dict]) -> dict[str, list[float]]:
+    """The curves of a run's metrics records, each as "% vs -Oz, negative =
+    smaller" (NaN where a record lacks it); only those present."""
+    out = {}
+    has_total = any(r.get("train_delta_percent") is not None for r in records)
+    for key, factor, label, _ in CURVES:
+        if key == "reward" and has_total:
+            continue  # ES logs both: its total delta is the objective it reports
+        ys = [r.get(key) for r in records]
+        if any(y is not None for y in ys):
+            out[label] = [np.nan if y is None else factor * y for y in ys]
+    return out
+
+
+def plot_training_curve(run_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
+                        llvm: int | str | None = None) -> Path | None:
+    """The training and validation delta per iteration (round) from
+    ``metrics.jsonl``, on one axis, one sign convention."""
     metrics = Path(run_dir) / "metrics.jsonl"
     if not metrics.exists():
         return None
@@ -67,21 +97,14 @@ def plot_training_curve(run_dir: str | os.PathLike, out_dir: str | os.PathLike) 
     if not records:
         return None
     plt = _pyplot()
-    it = [r.get("iteration", i) for i, r in enumerate(records)]
+    it = [r.get("iteration", r.get("round", i)) for i, r in enumerate(records)]
     fig, ax = plt.subplots(figsize=(7, 4))
-    # One sign convention: every series is a total .text delta vs -Oz in percent (- = smaller). Runs
-    # written before train_delta_percent existed logged reward = -delta / 100.
-    train = [r.get("train_delta_percent", None if r.get("reward") is None else -100.0 * r["reward"])
-             for r in records]
-    series = ((train, "training .text delta vs -Oz (%, sampled modules)", "#4c72b0"),
-              ([r.get("validation_delta_percent") for r in records], "validation .text delta vs -Oz (%)",
-               "#c44e52"))
-    for ys, label, color in series:
-        if any(y is not None for y in ys):
-            ax.plot(it, [np.nan if y is None else y for y in ys], label=label, color=color, marker="o")
+    colors = {label: color for _, _, label, color in CURVES}
+    for label, ys in training_curve_series(records).items():
+        ax.plot(it, ys, label=label, color=colors[label], marker="o")
     ax.axhline(0, color="black", lw=0.8)
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("%")
+    ax.set_xlabel("round" if "round" in records[0] else "iteration")
+    ax.set_ylabel(".text delta vs -Oz (%)  [negative = smaller]")
     ax.legend()
-    ax.set_title("training curve")
+    ax.set_title(_titled("training curve", llvm))
     return _save(plt, fig, Path(out_dir) / "training_curve.png")

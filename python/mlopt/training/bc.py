@@ -2,8 +2,11 @@
 from a trace (the MLGO paper's warm start), in numpy. Generic over the
 problem: the features are the problem's, the label its default decision.
 
-Rows are split by module (SHA-256 of the module name, as ``corpus split``)
-so the reported agreement is measured on modules the policy never saw."""
+The reported agreement is measured on whole packages the policy never saw
+(:func:`heldout_modules`: packages in the order of a salted SHA-256 of
+their names -- BC's own salt, not ``corpus split``'s, which already sent
+its held-out packages elsewhere -- until they hold the asked share of the
+rows; modules without a ``PKG/`` prefix are their own unit)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..corpus.split import split_value
+from ..corpus.split import package_of, split_value
 from ..errors import MloptError
 from ..policy import MLPPolicy, Vocab
 from ..policy.batching import feature_matrix
@@ -28,26 +31,62 @@ class BCResult:
     train_rows: int
     heldout_rows: int
     losses: list[float] = field(default_factory=list)
+    heldout_modules: list[str] = field(default_factory=list)  # names of the held-out modules
+    heldout_units: list[str] = field(default_factory=list)  # what was held out whole: packages (or modules)
 
     def report(self) -> dict:
         return {"train_agreement": self.train_agreement, "heldout_agreement": self.heldout_agreement,
-                "train_rows": self.train_rows, "heldout_rows": self.heldout_rows, "final_loss": self.losses[-1],
-                "epochs": len(self.losses)}
+                "train_rows": self.train_rows, "heldout_rows": self.heldout_rows,
+                "heldout_module_count": len(self.heldout_modules), "heldout_units": self.heldout_units,
+                "final_loss": self.losses[-1], "epochs": len(self.losses)}
+
+
+HELDOUT_SALT = 0xBC  # BC's hash salt: corpus split uses seed 0 (and other seeds) for its sides
+
+
+def holdout_unit(module: str) -> str:
+    """What BC holds out whole: a module's package (``PKG/...``), or the
+    module itself when its name has no package prefix."""
+    return package_of(module) if "/" in module else module
+
+
+def holdout_unit_of(modules: Sequence[str], rows: Sequence[int]) -> Callable[[str], str]:
+    """:func:`holdout_unit`, or the module itself when fewer than two
+    packages have rows (a single package's modules are then the units)."""
+    if len({holdout_unit(m) for m, r in zip(modules, rows) if r > 0}) < 2:
+        return str
+    return holdout_unit
 
 
 def heldout_modules(modules: Sequence[str], fraction: float, rows: Sequence[int] | None = None) -> list[int]:
-    """Indices of the modules held out for validation: those ``corpus split``
-    holds out at ``fraction`` (seed 0, whatever the training seed). When
-    none of them has rows (``rows``: rows per module) and ``fraction > 0``,
-    the module with rows that comes first in the split order, unless it is
-    the only one."""
-    values = [split_value(m) for m in modules]
-    rows = [1] * len(modules) if rows is None else list(rows)
-    chosen = [i for i, v in enumerate(values) if v < fraction]
-    with_rows = [i for i in range(len(modules)) if rows[i] > 0]
-    if fraction > 0 and not any(rows[i] for i in chosen) and len(with_rows) > 1:
-        chosen.append(min(with_rows, key=values.__getitem__))
-    return sorted(chosen)
+    """Indices of the modules held out to measure agreement: whole units
+    (:func:`holdout_unit`: packages; modules when a single package has
+    rows) in the order of their salted hash, taken until they hold
+    ``fraction`` of the rows (``rows``: rows per module; default one each),
+    skipping a unit that would take more than 1.5 times that share; when
+    every unit alone is that large, the unit closest to the share. At
+    least one unit with rows when ``fraction > 0``, never every unit."""
+    rows = [1] * len(modules) if rows is None else [int(r) for r in rows]
+    if fraction <= 0:
+        return []
+    unit_of = holdout_unit_of(modules, rows)
+    per_unit: dict[str, int] = {}
+    for m, r in zip(modules, rows):
+        per_unit[unit_of(m)] = per_unit.get(unit_of(m), 0) + r
+    with_rows = [u for u, r in per_unit.items() if r > 0]
+    target = fraction * sum(rows)
+    order = sorted(with_rows, key=lambda u: (split_value(u, HELDOUT_SALT), u))
+    held: list[str] = []
+    taken = 0
+    for unit in order:  # in hash order, skipping units that would overshoot the share by half
+        if taken >= target or len(held) + 1 >= len(with_rows):
+            break
+        if taken + per_unit[unit] <= 1.5 * target:
+            held.append(unit)
+            taken += per_unit[unit]
+    if not held and len(with_rows) > 1:  # every unit alone is too large: the one closest to the share
+        held.append(min(order, key=lambda u: abs(per_unit[u] - target)))
+    return [i for i, m in enumerate(modules) if unit_of(m) in held]
 
 
 def vocab_from_rows(columns: dict[str, np.ndarray], rows: np.ndarray, features: Sequence[str],
@@ -72,7 +111,8 @@ def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epo
         raise MloptError(f"the trace has no {label!r} column")
     heldout_rows = np.zeros(len(ds), bool)
     per_module = np.diff(ds.module_rows)
-    for i in heldout_modules(ds.modules, heldout_fraction, per_module):
+    held = heldout_modules(ds.modules, heldout_fraction, per_module)
+    for i in held:
         heldout_rows[ds.rows_of(i)] = True
     train_idx, test_idx = np.flatnonzero(~heldout_rows), np.flatnonzero(heldout_rows)
     if len(train_idx) == 0:
@@ -96,7 +136,10 @@ def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epo
         logits, _ = forward(policy.layers, x_all[idx])
         return float((np.argmax(logits, axis=1) == labels[idx]).mean())
 
-    return BCResult(policy, agreement(train_idx), agreement(test_idx), len(train_idx), len(test_idx), losses)
+    held_names = [ds.modules[i] for i in held]
+    unit_of = holdout_unit_of(ds.modules, per_module)
+    return BCResult(policy, agreement(train_idx), agreement(test_idx), len(train_idx), len(test_idx), losses,
+                    held_names, sorted({unit_of(m) for m in held_names}))
 
 
 def clone_logs(policy: MLPPolicy, logs: Sequence, *, label: str | None = None, epochs: int = 10,

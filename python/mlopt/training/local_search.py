@@ -1,25 +1,35 @@
 """Trajectory search and imitation, the approach behind ml-compiler-opt's
-``inlining-Oz-v1.2``: search each training module's decision sequence for
-one that compiles smaller than the heuristic's, then train the policy to
-imitate the best sequences found (behavioral cloning on their logs, warm
-started from the starting policy), and keep the imitation that does best
-on the validation modules (the starting policy included).
+``inlining-Oz-v1.2`` (its BC-Max exploration): search each training module
+for a decision sequence that compiles smaller than the policy's own, then
+train the policy to imitate the best sequences found (behavioral cloning
+on their logs, warm started from the starting policy), and keep the
+imitation that does best on the validation modules (the starting policy
+included).
 
-The search is a first-improvement hill climb on a module's decision string
-(its state: the decisions its best compile made). A move flips one
-decision; the compile is forced to the whole string (the inliner's first
-``len`` decisions, by position) and the heuristic decides any further call
-sites. Moves are tried in order of the starting policy's uncertainty at
-that call site (smallest logit margin first) -- where a policy's answer is
-most likely to be wrong. Each round evaluates up to ``batch`` moves of
-every active module on the pool; a module takes its best strictly smaller
-compile and re-tries that round's other improving moves first next round.
-A module stops at its evaluation budget or when no move is left.
+A module's state is a trajectory: the decisions and logged features of a
+compile. It starts as the starting policy's own compile. A move flips
+decision ``k``: the compile is forced to the trajectory's decisions
+``[:k]`` plus the flipped bit -- the same call sites as the parent's up to
+``k``, since compiling is deterministic -- and the policy decides every
+later call site (which may differ from the parent's after the flip). Moves
+are tried where the policy is least sure of its answer (the two most
+likely actions' probabilities closest), only after the last accepted flip,
+ranked on the current trajectory's own logged features: after every
+accepted flip the ranking is recomputed on the new trajectory. Each round
+evaluates up to ``batch`` moves of every active module on the pool; a
+module takes its smallest strictly smaller compile. A module stops at its
+evaluation budget, after ``max_flips`` accepted flips (BC-Max: 10), or when
+no move is left.
 
-Generic over the problem (features, decision and default-decision columns
-come from it); the compiler's forced decisions are 0/1, so the search needs
-a two-action problem. Deterministic: the same trace, policy and config give
-the same trajectories and policy bytes on any pool."""
+Imitation weighs the rows so that each module-size partition (modules in
+``partitions`` quantiles of their -Oz ``.text`` size) carries the same
+total weight -- the many small modules do not drown the few large ones,
+nor the reverse -- and the flipped decisions ``flip_weight`` times more.
+
+Generic over the problem (features and decision columns come from it);
+the compiler's forced decisions are 0/1, so the search needs a two-action
+problem. Deterministic: the same trace, policy and config give the same
+trajectories and policy bytes on any pool."""
 
 from __future__ import annotations
 
@@ -34,21 +44,31 @@ import numpy as np
 from ..corpus import CorpusEntry
 from ..errors import MloptError
 from ..policy import MLPPolicy
-from ..policy.batching import feature_matrix
 from ..rollouts import RolloutTask, TraceDataset, run_rollouts
 from .bc import train_bc
-from .mlp_train import forward
 
 
 @dataclass
 class SearchConfig:
     evaluations_per_module: int = 48
     batch: int = 8  # moves per module per round
-    max_decisions: int = 3000  # modules with more decisions keep the heuristic's trajectory
-    flip_weights: tuple[float, ...] = (1.0, 4.0, 16.0)  # imitation: weight of rows the search changed
+    max_flips: int = 10  # accepted flips per module (BC-Max)
+    max_decisions: int = 3000  # modules with more decisions keep the policy's own trajectory
+    flip_weights: tuple[float, ...] = (1.0, 4.0, 16.0)  # imitation: weight of the flipped decisions
+    partitions: int = 4  # imitation: module-size partitions of equal total weight
     epochs: int = 4
     lr: float = 1e-3
     seed: int = 0
+
+
+@dataclass
+class Trajectory:
+    """A compile's decisions ('0'/'1'), logged features and ``.text`` size."""
+
+    decisions: str
+    columns: dict[str, np.ndarray]
+    size: int
+    log_bytes: bytes = field(default=b"", repr=False)
 
 
 @dataclass
@@ -56,80 +76,103 @@ class ModuleSearch:
     """One module's search state."""
 
     entry: CorpusEntry
-    baseline: int  # the heuristic's .text bytes
-    best: int
-    decisions: str  # of the best compile
-    queue: list[int]  # positions to try, best first
+    baseline: int  # the heuristic's (-Oz) .text bytes
+    start: int  # the starting policy's own .text bytes
+    best: Trajectory
+    queue: list[int]  # positions to try, best first (all after the last accepted flip)
     evaluations: int = 0
-    flips: list[int] = field(default_factory=list)  # accepted moves' positions, in order
+    flips: list[dict] = field(default_factory=list)  # accepted moves: position, size, parent's size
 
     @property
     def saved(self) -> int:
-        return self.baseline - self.best
-
-    def moves(self, n: int) -> list[int]:
-        out = []
-        while self.queue and len(out) < n:
-            k = self.queue.pop(0)
-            if k < len(self.decisions):
-                out.append(k)
-        return out
+        """Bytes saved against the heuristic."""
+        return self.baseline - self.best.size
 
 
-def uncertainty_order(policy: MLPPolicy, ds: TraceDataset, i: int) -> list[int]:
-    """Positions of module ``i``'s decisions, the policy's least certain first
-    (smallest gap between its two best logits; ties by position)."""
-    rows = ds.rows_of(i)
-    n = rows.stop - rows.start
-    if n == 0:
+def _trajectory(rollout, problem) -> Trajectory:
+    ds = TraceDataset.from_logs([rollout.module], [rollout.text_size], [rollout.log_bytes])
+    columns = ds.columns
+    decisions = "".join("1" if v else "0" for v in rollout.policy_decisions.tolist())
+    if columns and len(columns[problem.decision.name]) != len(decisions):
+        raise MloptError(f"{rollout.module}: the log has {len(columns[problem.decision.name])} rows for "
+                         f"{len(decisions)} decisions")
+    return Trajectory(decisions, columns, rollout.text_size, rollout.log_bytes)
+
+
+def uncertainty_order(policy: MLPPolicy, columns: dict[str, np.ndarray], after: int = -1) -> list[int]:
+    """Positions of a trajectory's decisions after ``after``, the policy's
+    least certain first: smallest gap between its two most likely actions'
+    probabilities (softmax of its logits) on the logged features; ties by
+    position."""
+    n = len(columns[policy.problem.decision.name]) if columns else 0
+    if n <= after + 1:
         return []
-    cols = {s.name: ds.columns[s.name][rows] for s in policy.problem.features}
-    x = policy.vocab.normalize(feature_matrix(cols, policy.problem.features), policy.widths)
-    logits, _ = forward(policy.layers, x)
-    top2 = np.sort(logits, axis=1)[:, -2:]
-    margin = (top2[:, 1] - top2[:, 0]).astype(np.float64)
-    return [int(k) for k in np.lexsort((np.arange(n), margin))]
+    logits = policy.logits(columns).astype(np.float64)
+    logits -= logits.max(axis=1, keepdims=True)
+    probs = np.exp(logits)
+    probs /= probs.sum(axis=1, keepdims=True)
+    top2 = np.sort(probs, axis=1)[:, -2:]
+    gap = top2[:, 1] - top2[:, 0]
+    positions = np.arange(after + 1, n)
+    return [int(k) for k in positions[np.lexsort((positions, gap[after + 1:]))]]
 
 
-def _flip(decisions: str, k: int) -> str:
-    return decisions[:k] + ("0" if decisions[k] == "1" else "1") + decisions[k + 1:]
+def flip_move(decisions: str, k: int) -> str:
+    """The forced prefix of the move that flips decision ``k``: the parent's
+    decisions before ``k`` and the flipped bit (the policy decides the rest)."""
+    return decisions[:k] + ("0" if decisions[k] == "1" else "1")
 
 
 class TrajectorySearch:
-    """Runs the search over ``train`` (entries with rows in ``ds``)."""
+    """Runs the search over ``train`` (entries with rows in ``ds``, the
+    heuristic's trace: their -Oz sizes) from ``policy``'s own trajectories.
+    ``work``: a directory for the policy's exported model."""
 
     def __init__(self, policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEntry], config: SearchConfig, *,
-                 pool=None):
+                 work: Path, pool=None):
         problem = policy.problem
         if problem.num_actions != 2:
             raise MloptError(f"trajectory search forces 0/1 decisions; problem {problem.name!r} has "
                              f"{problem.num_actions} actions")
-        self.config, self.pool, self.problem = config, pool, problem
+        self.config, self.pool, self.problem, self.policy = config, pool, problem, policy
         index = ds.module_index()
-        decision = ds.columns[problem.decision.name].reshape(-1)
+        missing = [e.name for e in train if e.name not in index]
+        if missing:
+            raise MloptError(f"module {missing[0]!r} is not in the trace (trace the corpus first)")
+        work = Path(work)
+        work.mkdir(parents=True, exist_ok=True)
+        self.policy_path = str(work / "search-policy.tflite")
+        Path(self.policy_path).write_bytes(policy.to_tflite())
+        starts = self._run([RolloutTask(e, self.policy_path, log=True, decisions=True) for e in train])
         self.modules: list[ModuleSearch] = []
-        for e in train:
-            if e.name not in index:
-                raise MloptError(f"module {e.name!r} is not in the trace (trace the corpus first)")
-            i = index[e.name]
-            rows = ds.rows_of(i)
-            d = "".join("1" if v else "0" for v in decision[rows].tolist())
-            order = uncertainty_order(policy, ds, i) if len(d) <= config.max_decisions else []
-            self.modules.append(ModuleSearch(e, int(ds.text_size[i]), int(ds.text_size[i]), d, order))
+        for e, r in zip(train, starts):
+            if not r.ok:
+                raise MloptError(f"{e.name}: the starting policy's compile failed: {r.describe()}")
+            t = _trajectory(r.value, problem)
+            order = uncertainty_order(policy, t.columns) if len(t.decisions) <= config.max_decisions else []
+            self.modules.append(ModuleSearch(e, int(ds.text_size[index[e.name]]), t.size, t, order))
         self.round = 0
 
+    def _run(self, tasks: list[RolloutTask]) -> list:
+        return run_rollouts(tasks, pool=self.pool, quiet=True) if tasks else []
+
     def active(self) -> list[ModuleSearch]:
-        return [m for m in self.modules if m.queue and m.evaluations < self.config.evaluations_per_module]
+        c = self.config
+        return [m for m in self.modules if m.queue and m.evaluations < c.evaluations_per_module
+                and len(m.flips) < c.max_flips]
 
     def step(self) -> dict:
         """One round; returns its metrics."""
         start = time.perf_counter()
         tasks, owners = [], []
         for m in self.active():
-            for k in m.moves(min(self.config.batch, self.config.evaluations_per_module - m.evaluations)):
-                tasks.append(RolloutTask(m.entry, None, forced=_flip(m.decisions, k), decisions=True))
+            n = min(self.config.batch, self.config.evaluations_per_module - m.evaluations)
+            moves, m.queue = m.queue[:n], m.queue[n:]
+            for k in moves:
+                tasks.append(RolloutTask(m.entry, self.policy_path, forced=flip_move(m.best.decisions, k),
+                                         log=True, decisions=True))
                 owners.append((m, k))
-        results = run_rollouts(tasks, pool=self.pool, quiet=True) if tasks else []
+        results = self._run(tasks)
         by_module: dict[int, list] = {}
         for (m, k), r in zip(owners, results):
             m.evaluations += 1
@@ -138,14 +181,11 @@ class TrajectorySearch:
         improved = 0
         for m in {id(m): m for m, _ in owners}.values():
             tried = sorted(by_module.get(id(m), []), key=lambda t: (t[0], t[1]))
-            if tried and tried[0][0] < m.best:
-                previous = m.best
+            if tried and tried[0][0] < m.best.size:
                 size, k, rollout = tried[0]
-                m.best = size
-                m.decisions = "".join("1" if v else "0" for v in rollout.policy_decisions.tolist())
-                m.flips.append(k)
-                retry = [kk for s, kk, _ in tried[1:] if s < previous]
-                m.queue = retry + [q for q in m.queue if q not in retry]
+                m.flips.append({"position": k, "size": size, "parent_size": m.best.size})
+                m.best = _trajectory(rollout, self.problem)
+                m.queue = uncertainty_order(self.policy, m.best.columns, after=k)  # re-ranked on the new trajectory
                 improved += 1
         self.round += 1
         elapsed = time.perf_counter() - start
@@ -165,34 +205,58 @@ class TrajectorySearch:
 
     def trajectories(self) -> TraceDataset:
         """The logs of every module's best compile, as a trace dataset
-        (``text_size``: the sizes those compiles gave, checked against the
-        search's)."""
-        tasks = [RolloutTask(m.entry, None, log=True, forced=m.decisions, cache=False) for m in self.modules]
-        results = run_rollouts(tasks, pool=self.pool, quiet=True)
-        for m, r in zip(self.modules, results):
+        (``text_size``: the sizes those compiles gave), each checked by a
+        replay forced to its whole decision string."""
+        tasks = [RolloutTask(m.entry, None, forced=m.best.decisions, cache=False) for m in self.modules]
+        for m, r in zip(self.modules, self._run(tasks)):
             if not r.ok:
                 raise MloptError(f"{m.entry.name}: replaying its best trajectory failed: {r.describe()}")
-            if r.value.text_size != m.best:
+            if r.value.text_size != m.best.size:
                 raise MloptError(f"{m.entry.name}: its best trajectory compiled to {r.value.text_size} bytes on "
-                                 f"replay, {m.best} in the search (the compiler is not deterministic?)")
-        return TraceDataset.from_logs([m.entry.name for m in self.modules], [m.best for m in self.modules],
-                                      [r.value.log_bytes for r in results], {"kind": "trajectory-search"})
+                                 f"replay, {m.best.size} in the search (the compiler is not deterministic?)")
+        return TraceDataset.from_logs([m.entry.name for m in self.modules], [m.best.size for m in self.modules],
+                                      [m.best.log_bytes for m in self.modules], {"kind": "trajectory-search"})
 
     def report(self) -> list[dict]:
-        return [{"module": m.entry.name, "heuristic_text": m.baseline, "best_text": m.best,
-                 "evaluations": m.evaluations, "flips": m.flips} for m in self.modules]
+        return [{"module": m.entry.name, "heuristic_text": m.baseline, "start_text": m.start,
+                 "best_text": m.best.size, "evaluations": m.evaluations, "flips": m.flips,
+                 "decisions": m.best.decisions} for m in self.modules]
 
 
-def imitate(policy: MLPPolicy, best: TraceDataset, config: SearchConfig, flip_weight: float) -> MLPPolicy:
-    """The starting policy trained further on the best trajectories' decisions;
-    rows whose decision differs from the heuristic's weigh ``flip_weight``."""
-    problem = policy.problem
-    decided = best.columns[problem.decision.name].reshape(-1)
-    weights = np.ones(len(best), np.float32)
-    if problem.default_decision is not None:
-        weights[decided != best.columns[problem.default_decision.name].reshape(-1)] = flip_weight
-    return train_bc(best, problem, epochs=config.epochs, lr=config.lr, heldout_fraction=0.0, seed=config.seed,
-                    label=problem.decision.name, init=policy, weights=weights).policy
+def partition_weights(sizes: np.ndarray, rows: np.ndarray, partitions: int) -> np.ndarray:
+    """Per-module row weight such that each of ``partitions`` size quantiles
+    (by ``sizes``, ties kept together) carries the same total weight, rows
+    within a partition weigh the same; mean row weight 1."""
+    sizes, rows = np.asarray(sizes, np.float64), np.asarray(rows, np.int64)
+    if len(sizes) == 0 or rows.sum() == 0:
+        return np.ones(len(sizes))
+    k = max(1, min(partitions, len(sizes)))
+    edges = np.quantile(sizes, np.linspace(0, 1, k + 1)[1:-1]) if k > 1 else np.zeros(0)
+    part = np.searchsorted(edges, sizes, side="right")
+    weight = np.zeros(len(sizes))
+    used = [p for p in np.unique(part) if rows[part == p].sum() > 0]
+    for p in used:
+        weight[part == p] = 1.0 / (len(used) * rows[part == p].sum())
+    return weight * rows.sum()
+
+
+def imitation_weights(best: TraceDataset, flipped: list[list[int]], baseline: list[int], config: SearchConfig,
+                      flip_weight: float) -> np.ndarray:
+    """Row weights of the best trajectories: size partitions of equal weight,
+    the flipped decisions (positions per module) ``flip_weight`` times more."""
+    per_module = partition_weights(np.asarray(baseline), np.diff(best.module_rows), config.partitions)
+    weights = np.repeat(per_module, np.diff(best.module_rows)).astype(np.float32)
+    for i, positions in enumerate(flipped):
+        start = int(best.module_rows[i])
+        for k in positions:
+            weights[start + k] *= flip_weight
+    return weights
+
+
+def imitate(policy: MLPPolicy, best: TraceDataset, weights: np.ndarray, config: SearchConfig) -> MLPPolicy:
+    """The starting policy trained further on the best trajectories' decisions."""
+    return train_bc(best, policy.problem, epochs=config.epochs, lr=config.lr, heldout_fraction=0.0,
+                    seed=config.seed, label=policy.problem.decision.name, init=policy, weights=weights).policy
 
 
 def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEntry], run_dir: Path,
@@ -203,8 +267,8 @@ def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEn
     ``metrics.jsonl``, ``search.json`` and ``trajectories.npz`` into
     ``run_dir``; returns the chosen policy and a report."""
     run_dir = Path(run_dir)
-    search = TrajectorySearch(policy, ds, train, config, pool=pool)
     start = time.perf_counter()
+    search = TrajectorySearch(policy, ds, train, config, pool=pool, work=run_dir / "work")
 
     def on_round(m: dict) -> None:
         with open(run_dir / "metrics.jsonl", "a") as f:
@@ -218,8 +282,11 @@ def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEn
     best = search.trajectories()
     best.save(run_dir / "trajectories.npz", force=True)
     (run_dir / "search.json").write_text(json.dumps(search.report(), indent=1) + "\n")
-    candidates = [("start", policy)] + [(f"flip_weight={w:g}", imitate(policy, best, config, w))
-                                        for w in config.flip_weights]
+    flipped = [[f["position"] for f in m.flips] for m in search.modules]
+    baseline = [m.baseline for m in search.modules]
+    candidates = [("start", policy)] + [
+        (f"flip_weight={w:g}", imitate(policy, best, imitation_weights(best, flipped, baseline, config, w), config))
+        for w in config.flip_weights]
     scores = []
     for name, p in candidates:
         v = validate(p)
@@ -227,13 +294,12 @@ def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEn
         say(f"         {name}: validation {'n/a' if v is None else f'{v:+.3f}%'}")
     finite = [(v, i) for i, v in enumerate(scores) if v is not None]
     chosen = min(finite)[1] if finite else len(candidates) - 1
-    base = sum(m.baseline for m in search.modules)
+    base = sum(baseline)
     report = {"config": asdict(config), "rounds": len(rounds), "evaluations": sum(r["evaluations"] for r in rounds),
               "search_seconds": search_seconds,
+              "start_delta_percent": 100.0 * (sum(m.start for m in search.modules) - base) / base if base else 0.0,
               "train_delta_percent": 100.0 * -sum(m.saved for m in search.modules) / base if base else 0.0,
-              "improved_modules": sum(m.saved > 0 for m in search.modules), "modules": len(search.modules),
-              "changed_rows": int((best.columns[policy.problem.decision.name] !=
-                                   best.columns[policy.problem.default_decision.name]).sum())
-              if policy.problem.default_decision is not None else None,
+              "improved_modules": sum(bool(m.flips) for m in search.modules), "modules": len(search.modules),
+              "flips": sum(len(f) for f in flipped),
               "validation": {name: v for (name, _), v in zip(candidates, scores)}, "chosen": candidates[chosen][0]}
     return candidates[chosen][1], report
