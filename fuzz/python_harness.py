@@ -28,7 +28,10 @@ import warnings
 
 import atheris
 
-with atheris.instrument_imports():  # the modules themselves (mlopt's facade imports lazily)
+with atheris.instrument_imports():  # every mlopt module (the facade imports lazily: import them all now)
+    import importlib
+    import pkgutil
+
     import mlopt
     import mlopt.compiler
     import mlopt.corpus
@@ -38,6 +41,10 @@ with atheris.instrument_imports():  # the modules themselves (mlopt's facade imp
     import mlopt.problems.inlining.ir2vec
     import mlopt.tflite
     from mlopt.policy import generate_source
+
+    for _info in pkgutil.walk_packages(mlopt.__path__, "mlopt."):
+        if not _info.name.startswith(("mlopt.cli", "mlopt.__main__", "mlopt.workers", "mlopt.training")):
+            importlib.import_module(_info.name)
 
 warnings.simplefilter("ignore")
 WORK = tempfile.mkdtemp(prefix="mlopt-fuzz-")

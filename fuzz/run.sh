@@ -76,12 +76,15 @@ done
 
 # Python entry points under atheris (mlopt as installed; only the documented
 # error types may escape).
-for t in read_log log_stream load_policy; do
+for t in read_log read_log_path log_stream load_policy load_policy_so output_spec corpus vocab ir2vec_vocab; do
   h="py_$t"
   [ -n "$ONLY" ] && [ "$ONLY" != "$h" ] && continue
   python3 -c 'import atheris' 2>/dev/null || { echo "$h: skipped (pip install atheris)"; continue; }
-  seeds=fuzz/seeds/log_parser
-  [ "$t" = load_policy ] && seeds=fuzz/seeds/model_load
+  case "$t" in
+    read_log | read_log_path | log_stream) seeds=fuzz/seeds/log_parser ;;
+    load_policy) seeds=fuzz/seeds/model_load ;;
+    *) seeds="$B/corpus/$h" ;;  # no seeds: the harness starts from nothing
+  esac
   mkdir -p "$B/corpus/$h"
   start=$SECONDS
   set +e

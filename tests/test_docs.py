@@ -72,7 +72,7 @@ cp in.bc x.bc && cp in.bc lz4.bc && mkdir bitcode && cp in.bc bitcode/a.bc
 opt-19 -load-pass-plugin=$(mlopt plugin-path --llvm 19) -mlopt-inline-training-log=inline.log \
     -passes='default<Oz>' in.bc -o /dev/null
 cp inline.log trace1.log && cp inline.log trace2.log
-mlopt corpus make bitcode/ corpus/ --command '-Oz' >/dev/null
+mlopt corpus make bitcode/ corpus/ --command=-Oz >/dev/null
 """
 WORKSPACE_PY = """
 import mlopt

@@ -274,3 +274,36 @@ def test_vocab_file_with_non_utf8_bytes_is_a_vocab_error(tmp_path, suffix):
     (tmp_path / f"a{suffix}").write_bytes(b"\xff2\n")
     with pytest.raises(mlopt.VocabError, match=rf"a{re.escape(suffix)}:1: .*'\\\\xff2"):
         mlopt.Vocab.load(tmp_path)
+
+
+def test_a_truncated_compiled_policy_is_a_policy_error(small_model, tmp_path):
+    """Found by fuzz/python_harness.py load_policy_so: the first 4 KiB of a
+    shared object made dlopen map segments past the end of the file (SIGBUS).
+    In a subprocess: a regression would kill the interpreter."""
+    import struct
+
+    whole = mlopt.compile_policy(small_model, tmp_path / "p.so").read_bytes()
+    phoff, = struct.unpack_from("<Q", whole, 32)
+    phentsize, phnum = struct.unpack_from("<HH", whole, 54)
+    loaded_end = max(offset + filesz for kind, offset, filesz in
+                     (struct.unpack_from("<I4xQ16xQ", whole, phoff + i * phentsize) for i in range(phnum))
+                     if kind == 1)  # PT_LOAD: where the last byte the loader maps lies
+    cuts = [0, 16, 63, 64, 200, loaded_end // 2, loaded_end - 1]
+    code = f"""
+import mlopt
+whole = open({str(tmp_path / 'p.so')!r}, "rb").read()
+for cut in {cuts!r}:
+    path = {str(tmp_path)!r} + f"/cut{{cut}}.so"
+    open(path, "wb").write(whole[:cut])
+    try:
+        mlopt.load_policy(path)
+    except mlopt.PolicyError as e:
+        print(cut, str(e).split(": cannot load the compiled policy: ")[1])
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    reasons = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    assert sorted(map(int, reasons)) == cuts
+    assert reasons["0"] == reasons["16"] == reasons["63"] == "not an ELF file"
+    for cut in cuts[3:]:
+        assert reasons[str(cut)].startswith("truncated or corrupt ELF file"), (cut, reasons[str(cut)])

@@ -4,6 +4,7 @@
 #include "PolicyModel.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -77,6 +78,34 @@ CompiledPolicySignature parseCompiledPolicySignature(const char *Text, const std
 }
 
 namespace {
+/// Why the dynamic loader must not be given these bytes, or "" when they are
+/// an ELF shared object whose headers and loaded segments lie inside them.
+/// glibc's dlopen maps segments without checking them against the file's
+/// size: a truncated library (a half-written copy) is a SIGBUS, not an error.
+std::string elfProblem(const std::string &Bytes) {
+  if (Bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(Bytes.data(), ELFMAG, SELFMAG) != 0)
+    return "not an ELF file";
+  if (Bytes[EI_CLASS] != ELFCLASS64)
+    return "not a 64-bit ELF file";
+  Elf64_Ehdr H;
+  std::memcpy(&H, Bytes.data(), sizeof H);
+  if (H.e_type != ET_DYN)
+    return "not an ELF shared object";
+  uint64_t Size = Bytes.size();
+  if (H.e_phentsize != sizeof(Elf64_Phdr) || H.e_phoff > Size ||
+      uint64_t(H.e_phnum) * sizeof(Elf64_Phdr) > Size - H.e_phoff)
+    return "truncated or corrupt ELF file (program headers outside the file)";
+  for (uint16_t I = 0; I < H.e_phnum; ++I) {
+    Elf64_Phdr Ph;
+    std::memcpy(&Ph, Bytes.data() + H.e_phoff + uint64_t(I) * sizeof Ph, sizeof Ph);
+    if ((Ph.p_type == PT_LOAD || Ph.p_type == PT_DYNAMIC) &&
+        (Ph.p_offset > Size || Ph.p_filesz > Size - Ph.p_offset))
+      return "truncated or corrupt ELF file (a segment ends after the file's " +
+             std::to_string(Size) + " bytes)";
+  }
+  return "";
+}
+
 /// dlopen()s a private copy of the file, so that the policy in use cannot
 /// change or vanish under the compiler (a .so truncated in place while
 /// mapped would otherwise be a SIGBUS). The copy has a unique name (the
@@ -89,6 +118,10 @@ void *openPrivateCopy(const std::string &Path, std::string &Error) {
     Bytes = readFileBytes(Path, MaxPolicyFileBytes);
   } catch (const FileError &E) {
     Error = E.code().value() == EFBIG ? "larger than 256 MiB" : E.code().message();
+    return nullptr;
+  }
+  if (std::string Problem = elfProblem(Bytes); !Problem.empty()) {
+    Error = Problem;
     return nullptr;
   }
   const char *Tmp = std::getenv("TMPDIR");

@@ -285,7 +285,7 @@ def register(sub) -> None:
     ex.add_argument("--cmd-filter", metavar="REGEX", help="keep modules with an argument matching REGEX")
 
     mk = add_command(csub, "make", "make a corpus from a directory of .bc files",
-                     ["mlopt corpus make bitcode/ corpus/ --command '-Oz'"])
+                     ["mlopt corpus make bitcode/ corpus/ --command=-Oz"])
     mk.add_argument("input", help="directory of .bc files")
     mk.add_argument("output", help="corpus directory to write")
     mk.add_argument("--command", metavar="ARGS", default="",
