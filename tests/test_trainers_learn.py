@@ -151,30 +151,6 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
     assert best[0] == best[1]
 
 
-def test_run_directory_resume_force_or_neither(tmp_path):
-    from argparse import Namespace
-
-    from mlopt.cli._common import UsageError
-    from mlopt.cli.train import _start_run
-
-    out = tmp_path / "run"
-    with pytest.raises(UsageError, match="nothing to resume"):
-        _start_run(Namespace(resume=True, force=False), out)
-    _start_run(Namespace(resume=False, force=False), out).write_config({"kind": "es"})
-    (out / "checkpoint.npz").write_bytes(b"state")
-    (out / "best").mkdir()
-    (out / "best" / "policy.npz").write_bytes(b"best")
-    with pytest.raises(UsageError, match="--resume to continue it, --force to start over"):
-        _start_run(Namespace(resume=False, force=False), out)
-    with pytest.raises(UsageError, match="exclude each other"):
-        _start_run(Namespace(resume=True, force=True), out)
-    assert _start_run(Namespace(resume=True, force=False), out).path == out
-    assert (out / "checkpoint.npz").exists() and (out / "best" / "policy.npz").exists()  # resume keeps the state
-    _start_run(Namespace(resume=False, force=True), out)
-    assert not (out / "checkpoint.npz").exists() and not (out / "best").exists()  # force starts over
-    assert (out / "metrics.jsonl").read_text() == ""
-
-
 def test_distilled_smaller_network_decides_like_its_teacher():
     from mlopt.training.distill import distill
 
