@@ -155,7 +155,9 @@ def test_cli_corpus_commands(mini_build, tmp_path, capsys):
     assert (summary["extracted"], summary["skipped"]) == (len(mini_build.objects), 1)
     assert main(["corpus", "extract", str(mini_build.compile_commands), str(out)]) == 1
     assert "corpus_description.json exists (use --force" in capsys.readouterr().err
-    assert main(["corpus", "split", str(out), str(tmp_path / "s"), "--heldout", "1.5"]) == 2
-    assert main(["corpus", "split", str(out), str(tmp_path / "s"), "--heldout", "0.5"]) == 0
+    assert main(["corpus", "split", str(out), str(tmp_path / "s"), "--fractions", "1.5,-0.5"]) == 2
+    assert main(["corpus", "split", str(out), str(tmp_path / "s"), "--fractions", "0.5,0.5"]) == 1  # one package
+    assert "gets no module" in capsys.readouterr().err
+    assert main(["corpus", "split", str(out), str(tmp_path / "s"), "--fractions", "0.5,0.5", "--by", "module"]) == 0
     assert main(["corpus", "fetch", "--packages", "nope"]) == 1
     assert "unknown package 'nope'" in capsys.readouterr().err

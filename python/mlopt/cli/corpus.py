@@ -222,6 +222,8 @@ def _fractions(text: str) -> dict[str, float]:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         raise UsageError(f"--fractions {text!r}: expected numbers such as 0.7,0.15,0.15") from None
+    if any(not 0 < v < 1 for v in values) or abs(sum(values) - 1) > 1e-6:
+        raise UsageError(f"--fractions {text!r}: each share between 0 and 1, adding up to 1")
     if len(values) == 3:
         return dict(zip(("train", "validation", "test"), values))
     if len(values) == 2:
