@@ -50,7 +50,7 @@ from pathlib import Path
 
 from ..debian import apt_sources
 from ..errors import CorpusError
-from .elf import read_sections
+from .elf import read_sections, text_bytes
 from .extract import COMMAND_SECTION, ObjectRef, extract_corpus
 from .fetch import cache_dir
 from .layout import prepare_output, safe_module_name, write_description
@@ -92,7 +92,7 @@ class DebianConfig:
         return out.splitlines()[0].strip() if out else f"clang-{self.llvm}"
 
     def key(self) -> str:
-        text = json.dumps([self.compiler_version(), self.cflags, "v1"])
+        text = json.dumps([self.compiler_version(), self.cflags, "v2"])  # v2: .text counts .text.* COMDAT sections
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -383,8 +383,8 @@ class PackageBuilder:
         by_name = {r.name: r.path for r in objects}
         text, lang = {}, {}
         for m in report.modules:
-            s = read_sections(by_name[m], {".text", COMMAND_SECTION})
-            text[m] = len(s.get(".text", b""))
+            s = read_sections(by_name[m])
+            text[m] = text_bytes(s)
             lang[m] = language_of(s.get(COMMAND_SECTION, b""))
         return report.modules, text, lang, _shipped_text(tree)
 
@@ -462,7 +462,7 @@ def _shipped_text(tree: Path) -> dict[str, int]:
             if path.is_symlink() or not path.is_file() or _elf_type(path) not in (2, 3):  # ET_EXEC, ET_DYN
                 continue
             try:
-                out[str(path.relative_to(debian))] = len(read_sections(path, {".text"}).get(".text", b""))
+                out[str(path.relative_to(debian))] = text_bytes(read_sections(path))
             except (OSError, CorpusError):
                 continue
     return out

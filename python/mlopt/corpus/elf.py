@@ -70,3 +70,9 @@ def sections_of(data: bytes, where: str, names: set[str] | None = None) -> dict[
             raise CorpusError(f"{where}: section {name!r} (header at byte {at}) runs past the end of the file")
         out[name] = data[offset:offset + size]
     return out
+
+
+def text_bytes(sections: dict[str, bytes]) -> int:
+    """Bytes of code: ``.text`` and the ``.text.*`` sections (C++ inline
+    functions and templates go to COMDAT ``.text._Z...`` sections)."""
+    return sum(len(data) for name, data in sections.items() if name == ".text" or name.startswith(".text."))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import CorpusError
 from .description import read_description
-from .elf import read_sections
+from .elf import read_sections, text_bytes
 from .extract import ExtractReport, extract_corpus, objects_from_compile_commands
 from .manifest import write_manifest
 
@@ -200,7 +200,7 @@ def fetch_corpus(output: str | os.PathLike | None = None, packages: Sequence[str
 
 def _manifest(selected: list[Package], objects: list, report: ExtractReport, excluded: list[str]) -> dict:
     by_name = {o.name: o.path for o in objects}
-    text = {m: len(read_sections(by_name[m], {".text"}).get(".text", b"")) for m in report.modules}
+    text = {m: text_bytes(read_sections(by_name[m])) for m in report.modules}
     packages = []
     for pkg in selected:
         mods = [m for m in report.modules if m.split("/", 1)[0] == pkg.name]
