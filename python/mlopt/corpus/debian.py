@@ -192,14 +192,6 @@ def build_failure(log: str, first: int = 4, last: int = 4) -> str:
                       *(ln[:400] for ln in tail)])
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _elf_type(path: Path) -> int | None:
     try:
         with open(path, "rb") as f:
@@ -296,7 +288,7 @@ class PackageBuilder:
         dsc = sorted(src.glob("*.dsc"))
         if len(dsc) != 1:
             raise _StageError("fetch", f"apt-get source gave {len(dsc)} .dsc files in {src}")
-        self.source_sha256 = _sha256(dsc[0])
+        self.source_sha256 = apt_sources.file_sha256(dsc[0])
         cmd = ["apt-get", "build-dep", "-y", "-qq", "--no-remove", "-o", "DPkg::Lock::Timeout=900", "--arch-only",
                "-P", "nocheck,nodoc", f"{self.spec.name}={self.version}"]
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}

@@ -7,7 +7,6 @@ under the user cache directory (``$MLOPT_CACHE``, else
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..debian.apt_sources import file_sha256
 from ..errors import CorpusError
 from .description import read_description
 from .elf import read_sections, text_bytes
@@ -93,14 +93,6 @@ def _select(names: Sequence[str] | None) -> list[Package]:
     return [known[n] for n in names]
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def sdist_source(pkg: Package, cache: Path) -> Path:
     """The unpacked sdist's top directory (downloaded and checked once)."""
     root = cache / "sdists"
@@ -109,13 +101,13 @@ def sdist_source(pkg: Package, cache: Path) -> Path:
         return next(p for p in top.iterdir() if p.is_dir())
     root.mkdir(parents=True, exist_ok=True)
     archive = root / pkg.archive
-    if not archive.exists() or _sha256(archive) != pkg.sha256:
+    if not archive.exists() or file_sha256(archive) != pkg.sha256:
         r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
                             f"{pkg.name}=={pkg.version}", "-d", str(root)], capture_output=True, text=True)
         if r.returncode != 0 or not archive.exists():
             tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
             raise CorpusError(f"cannot download {pkg.name}=={pkg.version} from PyPI: {tail}")
-    digest = _sha256(archive)
+    digest = file_sha256(archive)
     if digest != pkg.sha256:
         raise CorpusError(f"{archive}: SHA-256 {digest} is not the pinned {pkg.sha256}")
     partial = root / f".{pkg.name}-{pkg.version}.partial"

@@ -292,7 +292,8 @@ def index_files(package: str, version: str) -> dict[str, IndexedFile]:
     return files
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, hex."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -327,7 +328,7 @@ def verify_source_files(directory: str | os.PathLike, index: dict[str, IndexedFi
     dsc_path = directory / dsc.name
     if not dsc_path.is_file():
         raise AptSourceError(f"{dsc_path} is missing")
-    digest = _sha256(dsc_path)
+    digest = file_sha256(dsc_path)
     if digest != dsc.sha256:
         raise AptSourceError(f"{dsc_path}: SHA-256 {digest} is not the {dsc.sha256} of apt's signed Sources index "
                              "(tampered or corrupted; refusing it)")
@@ -342,7 +343,7 @@ def verify_source_files(directory: str | os.PathLike, index: dict[str, IndexedFi
             raise AptSourceError(f"{dsc_path} and apt's index disagree on {name} (refusing it)")
         if not path.is_file():
             raise AptSourceError(f"{path} is missing (listed in {dsc.name})")
-        if path.stat().st_size != size or _sha256(path) != sha:
+        if path.stat().st_size != size or file_sha256(path) != sha:
             raise AptSourceError(f"{path}: size or SHA-256 is not the one {dsc.name} gives "
                                  "(tampered or corrupted; refusing it)")
         verified[name] = path
