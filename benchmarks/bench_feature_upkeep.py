@@ -47,6 +47,7 @@ from mlopt.corpus.description import load_corpus
 def commands(packages: list[str] | None, work: Path) -> list[tuple[str, list[str], str]]:
     """(name, clang command without output, directory) per source of the default corpus."""
     selected = [p for p in fetch.PACKAGES if not packages or p.name in packages]
+    (work / "build").mkdir()
     entries = fetch.compile_commands(selected, fetch.cache_dir(), work / "build")
     out = []
     for e in entries:
