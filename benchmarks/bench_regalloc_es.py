@@ -75,7 +75,7 @@ def main() -> int:
         run = out / "es"
         run.mkdir(exist_ok=True)
         cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma, lr=args.lr,
-                       modules_per_perturbation=args.modules, delta=1.0, seed=args.seed)
+                       modules_per_perturbation=args.modules, seed=args.seed)
         trainer = ESTrainer(bc.policy, [e for e in train if e.name in baseline], baseline, run, cfg,
                             validation=[e for e in validation if e.name in baseline], pool=pool)
         trainer.resume()

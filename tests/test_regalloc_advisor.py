@@ -293,7 +293,7 @@ def test_regalloc_rollouts_measure_the_score_and_es_trains_against_it(mini_corpu
         baseline = {e.name: c for e, c in zip(entries, costs_of([(None, e) for e in entries], "regalloc", pool=pool))}
         thetas = []
         for run in ("a", "b"):
-            cfg = ESConfig(iterations=1, perturbations=2, modules_per_perturbation=3, delta=1.0, seed=3)
+            cfg = ESConfig(iterations=1, perturbations=2, modules_per_perturbation=3, seed=3)
             trainer = ESTrainer(bc.policy, entries, baseline, tmp_path / run, cfg, pool=pool)
             trainer.run()
             thetas.append(trainer.theta.copy())

@@ -287,7 +287,7 @@ def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, cap
     assert main([*args, "--iterations", "1", "--force"]) == 0
     assert main([*args, "--iterations", "1", "-o", str(tmp_path / "es_new")]) == 0
     metrics = [json.loads(line) for line in (tmp_path / "es" / "metrics.jsonl").read_text().splitlines()]
-    assert [m["iteration"] for m in metrics] == [1]
+    assert [m["iteration"] for m in metrics] == [0, 1]  # 0: the starting policy, as in a new run
     for name in ("checkpoint.npz", "best/policy.npz", "policy.npz"):
         with np.load(tmp_path / "es" / name) as forced, np.load(tmp_path / "es_new" / name) as new:
             assert forced.files == new.files and all(np.array_equal(forced[k], new[k]) for k in new.files), name
