@@ -39,11 +39,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +50,7 @@ import numpy as np
 from ..errors import MloptError
 from ..policy import MLPPolicy
 from ..rollouts.sampler import SizeStratifiedSampler
+from .checkpoint import load_checkpoint, save_checkpoint
 from .environment import CompilerEnvironment, first_failure, total_delta_percent
 from .mlp_train import Adam
 
@@ -150,35 +150,25 @@ class ESTrainer:
 
     # -- checkpoints ----------------------------------------------------------------
     def save_checkpoint(self) -> None:
-        path = self.run_dir / "checkpoint.npz"
-        tmp = self.run_dir / "checkpoint.partial.npz"
-        np.savez(tmp, theta=self.theta, scale=self.scale, m=self.adam.m[0], v=self.adam.v[0],
-                 t=np.int64(self.adam.t), velocity=self.velocity, iteration=np.int64(self.iteration),
-                 best=np.float64(np.nan if self.best is None else self.best),
-                 config=np.frombuffer(json.dumps(asdict(self.config), sort_keys=True).encode(), np.uint8))
-        os.replace(tmp, path)
+        save_checkpoint(self.run_dir, self.config, theta=self.theta, scale=self.scale, m=self.adam.m[0],
+                        v=self.adam.v[0], t=np.int64(self.adam.t), velocity=self.velocity,
+                        iteration=np.int64(self.iteration),
+                        best=np.float64(np.nan if self.best is None else self.best))
 
     def resume(self) -> bool:
-        path = self.run_dir / "checkpoint.npz"
-        if not path.exists():
+        z = load_checkpoint(self.run_dir, self.config)
+        if z is None:
             return False
-        with np.load(path) as z:
-            saved = json.loads(bytes(z["config"]).decode())
-            mine = asdict(self.config)
-            changed = [k for k in mine if k != "iterations" and saved.get(k) != mine[k]]
-            if changed:
-                raise MloptError(f"{path}: the run was started with other settings ({changed[0]}: "
-                                 f"{saved.get(changed[0])!r}, now {mine[changed[0]]!r})")
-            self.theta = z["theta"].copy()
-            self.scale = z["scale"].copy()
-            self.adam = Adam([self.theta], lr=self.config.lr)
-            self.adam.m[0][...] = z["m"]
-            self.adam.v[0][...] = z["v"]
-            self.adam.t = int(z["t"])
-            self.velocity = z["velocity"].copy()
-            self.iteration = int(z["iteration"])
-            best = float(z["best"])
-            self.best = None if np.isnan(best) else best
+        self.theta = z["theta"]
+        self.scale = z["scale"]
+        self.adam = Adam([self.theta], lr=self.config.lr)
+        self.adam.m[0][...] = z["m"]
+        self.adam.v[0][...] = z["v"]
+        self.adam.t = int(z["t"])
+        self.velocity = z["velocity"]
+        self.iteration = int(z["iteration"])
+        best = float(z["best"])
+        self.best = None if np.isnan(best) else best
         return True
 
     # -- evaluation -----------------------------------------------------------------
