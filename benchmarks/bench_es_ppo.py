@@ -22,26 +22,41 @@ import time
 from pathlib import Path
 
 from mlopt.corpus import PACKAGES, corpus_entries, package_of
+from mlopt.corpus.manifest import read_manifest
 from mlopt.problems import load_weights
 from mlopt.rollouts import trace_corpus
 from mlopt.training.environment import CompilerEnvironment, total_delta_percent
 from mlopt.training.es import ESConfig, ESTrainer
 from mlopt.training.ppo import PPOConfig, PPOTrainer
-from mlopt.training.run_dir import RunDir
+from mlopt.training.run_dir import open_run
 from mlopt.workers import make_pool
 
 
-def test_report(env, policy, test, baseline, work: Path) -> dict:
+def module_languages(corpus: Path) -> dict[str, str]:
+    """Module -> "c"/"c++": the corpus manifest's (a Debian corpus), else the
+    default corpus' package table."""
+    manifest = read_manifest(corpus) or {}
+    if manifest.get("module_languages"):
+        return dict(manifest["module_languages"])
+    by_package = {p.name: p.language for p in PACKAGES}
+    return {e.name: by_package.get(package_of(e.name), "?") for e in corpus_entries(corpus)}
+
+
+def test_report(env, policy, test, baseline, work: Path, languages: dict[str, str]) -> dict:
     costs = env.costs([policy], [(0, e) for e in test], work)
-    language = {p.name: p.language for p in PACKAGES}
     groups: dict[str, list[int]] = {"all": list(range(len(test)))}
     for i, e in enumerate(test):
-        groups.setdefault({"c": "C", "c++": "C++"}.get(language.get(package_of(e.name)), "?"), []).append(i)
+        groups.setdefault({"c": "C", "c++": "C++"}.get(languages.get(e.name), "?"), []).append(i)
         groups.setdefault(f"package {package_of(e.name)}", []).append(i)
     return {name: {"delta_percent": total_delta_percent([costs[i] for i in idx],
                                                         [baseline[test[i].name] for i in idx]),
                    "modules": len(idx), "failed": sum(costs[i] is None for i in idx)}
             for name, idx in groups.items()}
+
+
+def _percent(metrics: dict) -> str:
+    v = metrics["validation_delta_percent"]
+    return "-" if v is None else f"{v:+.3f}%"
 
 
 def main() -> None:
@@ -55,6 +70,7 @@ def main() -> None:
     ap.add_argument("--es-modules", type=int, default=8)
     ap.add_argument("--ppo-modules", type=int, default=32)
     ap.add_argument("--ppo-lr", type=float, default=3e-4)
+    ap.add_argument("--validate-every", type=int, default=1, help="validate every K-th iteration")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -69,27 +85,29 @@ def main() -> None:
             baseline.update({m: float(v) for m, v in zip(ds.modules, ds.text_size)})
         side = {s: [e for e in v if e.name in baseline] for s, v in side.items()}
         env = CompilerEnvironment(init.problem, pool)
-        results["bc"] = {"test": test_report(env, init, side["test"], baseline, args.out / "work")}
+        languages = module_languages(args.splits / "test")
+        results["bc"] = {"test": test_report(env, init, side["test"], baseline, args.out / "work", languages)}
         print("bc", json.dumps(results["bc"]["test"]["all"]), flush=True)
         for name in args.trainers.split(","):
             run_dir = args.out / name
-            RunDir(run_dir, create=True, force=True)
-            for stale in ("checkpoint.npz", "best/policy.npz"):
-                (run_dir / stale).unlink(missing_ok=True)
+            run = open_run(run_dir, force=True)  # a fresh run: nothing of an older one is resumed
+            run.write_config({"kind": name, "benchmark": "bench_es_ppo", "seed": args.seed})
             if name == "es":
-                cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed)
+                cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed,
+                               validate_every=args.validate_every)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool)
             else:
-                cfg = PPOConfig(iterations=0, modules=args.ppo_modules, lr=args.ppo_lr, seed=args.seed)
+                cfg = PPOConfig(iterations=0, modules=args.ppo_modules, lr=args.ppo_lr, seed=args.seed,
+                                validate_every=args.validate_every)
                 trainer = PPOTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                      pool=pool)
             start = time.perf_counter()
             while time.perf_counter() - start < args.budget:
                 trainer.config.iterations += 1
                 trainer.run(on_iteration=lambda m, n=name: print(
-                    n, m["iteration"], f"train {m['train_delta_percent']:+.3f}%",
-                    f"val {m['validation_delta_percent']:+.3f}%", f"step {m['update_norm']:.3g}", flush=True))
+                    n, m["iteration"], f"train {m['train_delta_percent']:+.3f}%", "val " + _percent(m),
+                    f"step {m['update_norm']:.3g}", flush=True))
             seconds = time.perf_counter() - start
             best = run_dir / "best" / "policy.npz"
             chosen = type(init).load(best, problem=init.problem) if best.exists() else trainer.current_policy()
@@ -97,7 +115,7 @@ def main() -> None:
             results[name] = {"seconds": seconds, "iterations": trainer.iteration,
                              "validation_start": trainer.start_validation, "validation_best": trainer.best,
                              "train_last": metrics[-1].get("train_delta_percent"),
-                             "test": test_report(env, chosen, side["test"], baseline, args.out / "work"),
+                             "test": test_report(env, chosen, side["test"], baseline, args.out / "work", languages),
                              "config": cfg.__dict__}
             print(name, json.dumps(results[name]), flush=True)
     (args.out / "es_ppo.json").write_text(json.dumps(results, indent=2) + "\n")

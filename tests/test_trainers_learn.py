@@ -74,6 +74,28 @@ def test_es_metrics_log_the_step_control(tmp_path):
     assert m["candidate_delta_min"] <= m["train_delta_percent"] <= m["candidate_delta_max"]
 
 
+@pytest.mark.parametrize("kind", ["es", "ppo"])
+def test_validate_every_k_validates_only_those_iterations(tmp_path, kind):
+    """--validate-every 2: validation (and so best/) only after iterations
+    2 and 4; the counted validations are the synthetic environment's calls."""
+    env = synthetic.SyntheticEnvironment(1.0)
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    if kind == "es":
+        cfg = ESConfig(iterations=5, modules_per_perturbation=8, sigma=0.1, lr=0.1, seed=0, validate_every=2)
+        trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
+    else:
+        cfg = PPOConfig(iterations=5, modules=8, lr=1e-2, epochs=1, batch_size=256, seed=0, validate_every=2)
+        trainer = PPOTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
+    calls = []
+    validate = trainer.validate
+    trainer.validate = lambda *a: calls.append(trainer.iteration) or validate(*a)
+    trainer.run()
+    lines = [json.loads(s) for s in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in lines] == [0, 1, 2, 3, 4, 5]
+    assert [m["validation_delta_percent"] is not None for m in lines] == [True, False, True, False, True, False]
+    assert calls == [0, 2, 4]
+
+
 def test_default_pairs_grow_with_the_network_and_ranks_share_ties():
     assert [default_pairs(n) for n in (100, 1538, 9218, 100_000)] == [9, 13, 16, 19]
     assert shape_values(np.array([3.0, 1.0, 1.0, 7.0]), "rank") == pytest.approx([1 / 6, -1 / 3, -1 / 3, 0.5])

@@ -66,6 +66,7 @@ struct CallbackState {
   nb::handle Callable;
   std::optional<nb::python_error> Error;
   std::string BadAnswer;
+  bool AppendDefault = false; // the int64 row ends with the heuristic's decision (inlining_default)
   bool Failed() const { return Error.has_value() || !BadAnswer.empty(); }
 };
 
@@ -76,14 +77,22 @@ template <typename T> nb::ndarray<nb::numpy, T> copiedArray(const T *Data, size_
   return nb::ndarray<nb::numpy, T>(Copy, {Count}, Owner);
 }
 
-/// Calls the policy with the int64 inputs, and the float inputs (IR2Vec's
-/// embeddings) as a second argument when there are any.
+/// Calls the policy with the int64 inputs (then, with AppendDefault, the
+/// heuristic's decision), and the float inputs (IR2Vec's embeddings) as a
+/// second argument when there are any.
 int64_t callPython(CallbackState &S, const int64_t *Ints, size_t IntCount, const float *Floats,
                    size_t FloatCount, int64_t Default) {
   nb::gil_scoped_acquire Gil;
   if (S.Failed())
     return Default;
   try {
+    std::vector<int64_t> Row;
+    if (S.AppendDefault) {
+      Row.assign(Ints, Ints + IntCount);
+      Row.push_back(Default);
+      Ints = Row.data();
+      IntCount = Row.size();
+    }
     nb::object Answer =
         FloatCount ? S.Callable(copiedArray(Ints, IntCount), copiedArray(Floats, FloatCount))
                    : S.Callable(copiedArray(Ints, IntCount));
@@ -147,7 +156,8 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                         nb::object Callable, const std::string &Forced,
                         const std::string &IR2VecVocab, bool Regalloc,
                         std::shared_ptr<PolicyModelPool> RegallocPool, nb::object RegallocCallable,
-                        unsigned RegallocMaxEvictions, const std::string &FeatureUpkeep) {
+                        unsigned RegallocMaxEvictions, const std::string &FeatureUpkeep,
+                        bool CallableDefault) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -182,6 +192,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
 
   CallbackState Callback;
   Callback.Callable = Callable;
+  Callback.AppendDefault = CallableDefault;
   std::shared_ptr<PolicyModel> Model;
   RunnerFactory Factory;
   CompileOutput Out;
@@ -308,7 +319,7 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
         "cache"_a.none(), "policy"_a.none(), "callable"_a.none(), "forced"_a = "",
         "ir2vec_vocab"_a = "", "regalloc"_a = false, "regalloc_policy"_a.none() = nb::none(),
         "regalloc_callable"_a.none() = nb::none(), "regalloc_max_evictions"_a = 100u,
-        "feature_upkeep"_a = "mlopt");
+        "feature_upkeep"_a = "mlopt", "callable_default"_a = false);
   m.attr("regalloc_supported") = regallocSupported();
   m.attr("regalloc_source_version") = regallocSourceVersion();
 

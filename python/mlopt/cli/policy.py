@@ -96,6 +96,25 @@ def _rows(paths: list[str], problem) -> dict:
     return {n: np.concatenate(v) for n, v in parts.items() if v}
 
 
+def cmd_policy_default_prior(args) -> int:
+    from ..problems import load_weights
+    from ..problems.inlining_default.prior import with_default_prior
+
+    source = Path(args.policy)
+    weights = source / "policy.npz" if source.is_dir() else source
+    if not weights.is_file():
+        raise UsageError(f"{args.policy}: no policy weights (a policy.npz or a run directory holding one)")
+    policy = load_weights(weights)
+    try:
+        prior = with_default_prior(policy, args.margin)
+    except ValueError as e:
+        raise UsageError(f"{weights}: {e}") from None
+    out = Path(args.output)
+    prior.save(out, overwrite=args.force)
+    print(f"wrote {out}: {policy.problem.name} -> {prior.problem.name}, the heuristic's vote {args.margin:g}")
+    return 0
+
+
 def register(sub) -> None:
     from ..problems import DEFAULT
 
@@ -135,6 +154,20 @@ def register(sub) -> None:
     comp.add_argument("--force", action="store_true", help="replace an existing output")
     comp.add_argument("--keep-source", action="store_true", help="also write the generated C++ next to it")
     comp.set_defaults(func=cmd_policy_compile)
+
+    prior = add_command(policy_sub, "default-prior",
+                        "an inlining policy plus a fixed vote for the heuristic's decision (problem "
+                        "inlining-default): the start ES and PPO can move from",
+                        ["mlopt train bc trace.npz -o runs/bc && mlopt policy default-prior runs/bc --margin 20 "
+                         "-o prior.npz",
+                         "mlopt train es splits/train --init prior.npz --validation splits/validation -o runs/es"])
+    prior.add_argument("policy", help="an inlining policy's weights (.npz) or its run directory")
+    prior.add_argument("--margin", type=float, default=20.0,
+                       help="the heuristic's vote in logits: the policy differs from the heuristic where the "
+                            "original's own margin exceeds half of it (20)")
+    prior.add_argument("-o", "--output", required=True, metavar="NPZ")
+    prior.add_argument("--force", action="store_true", help="replace an existing output")
+    prior.set_defaults(func=cmd_policy_default_prior)
 
     check = add_command(policy_sub, "check", "load a policy as the plugin would and report what it decides",
                         ["mlopt policy check model/",

@@ -140,7 +140,8 @@ def cmd_train_es(args) -> int:
 
     cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma, lr=args.lr,
                    modules_per_perturbation=args.modules, seed=args.seed, optimizer=args.optimizer,
-                   momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, buckets=args.buckets)
+                   momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, buckets=args.buckets,
+                   validate_every=args.validate_every)
     return _rollout_trainer(args, "es", cfg, ESTrainer, "evolution strategies")
 
 
@@ -149,7 +150,8 @@ def cmd_train_ppo(args) -> int:
 
     cfg = PPOConfig(iterations=args.iterations, modules=args.modules, clip=args.clip, entropy=args.entropy,
                     lr=args.lr, epochs=args.epochs, batch_size=args.batch_size, decay=args.decay,
-                    temperature=args.temperature, buckets=args.buckets, seed=args.seed)
+                    temperature=args.temperature, buckets=args.buckets, seed=args.seed,
+                    validate_every=args.validate_every)
     return _rollout_trainer(args, "ppo", cfg, PPOTrainer, "PPO")
 
 
@@ -165,6 +167,8 @@ def _es_ppo_options(p) -> None:
                    help="train a network of these hidden widths, first distilled from --init on the training "
                         "trace (default: --init's own)")
     p.add_argument("--iterations", type=positive_int, default=10)
+    p.add_argument("--validate-every", type=positive_int, default=1, metavar="K",
+                   help="validate every K-th iteration (1); the best policy is chosen among those")
     p.add_argument("--buckets", type=positive_int, default=4, help="size strata of the module sampler (4)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resume", action="store_true", help="continue from the run's last checkpoint")

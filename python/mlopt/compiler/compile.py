@@ -32,6 +32,7 @@ from ..corpus import CODEGEN_LEVEL, Module
 from ..errors import PolicyError
 from ..log import Log, read_log
 from ..policy import LoadedPolicy, MLPPolicy
+from ..problems import get as get_problem
 from ..problems import inlining
 from ..problems import load_policy as load_problem_policy
 
@@ -102,7 +103,8 @@ def _resolve_policy(policy, vocab: str = ""):
         return policy.pool, None
     if isinstance(policy, MLPPolicy):
         _check_problem(policy, vocab)
-        return None, _decision_callable(policy.decide, _takes_embeddings(policy.problem))
+        return None, _decision_callable(policy.decide, _takes_embeddings(policy.problem),
+                                        inlining.DEFAULT_DECISION in policy.problem.feature_names)
     if callable(policy):
         return None, _decision_callable(policy, None)
     raise TypeError(f"policy must be None, a loaded policy, a path, an InlinePolicy or a callable, "
@@ -124,6 +126,9 @@ def load_policy(path: PathLike, problem=None, *, ir2vec_vocab: PathLike | None =
     try:
         return load_problem_policy(path, problem if problem is not None else inlining_problem(ir2vec_vocab), **kwargs)
     except PolicyError as e:
+        if problem is None and not ir2vec_vocab and f"{inlining.DEFAULT_DECISION}:0'" in str(e):
+            # a policy that takes the heuristic's decision: the inlining-default problem
+            return load_problem_policy(path, get_problem("inlining-default"), **kwargs)
         if problem is None and not ir2vec_vocab and any(f"{name}:0'" in str(e) for name in inlining.EMBEDDINGS):
             raise PolicyError(f"{e} (the policy takes IR2Vec embeddings: give an IR2Vec vocabulary, "
                               "--ir2vec-vocab / ir2vec_vocab=, on LLVM 22)") from None
@@ -142,7 +147,7 @@ def _takes_embeddings(problem) -> bool:
 
 def _check_problem(policy, vocab: str) -> None:
     problem = policy.problem
-    if problem.name != inlining.PROBLEM.name and not problem.name.startswith(inlining.IR2VEC + ":"):
+    if problem.decision.name != inlining.DECISION:
         raise PolicyError(f"{policy!r} is a policy for {problem.name!r}; compile() needs an inlining policy")
     inputs = [s.name for s in problem.features]
     if isinstance(policy, LoadedPolicy):
@@ -159,9 +164,11 @@ def _check_problem(policy, vocab: str) -> None:
                               f"vocabulary {vocab} gives {dim}-d embeddings")
 
 
-def _decision_callable(fn: Callable, with_embeddings: bool | None) -> Callable:
-    """The engine calls it with the int64 features, and the float embeddings
-    as a second array when the compile has an IR2Vec vocabulary.
+def _decision_callable(fn: Callable, with_embeddings: bool | None, with_default: bool = False) -> Callable:
+    """The engine calls it with the int64 features (then, ``with_default``,
+    the heuristic's decision: the ``inlining-default`` problem's 39th
+    input), and the float embeddings as a second array when the compile has
+    an IR2Vec vocabulary.
     ``with_embeddings``: True: one float64 row, ints then embeddings; False:
     the int64 features only; None: as the engine calls it."""
     def call(ints: np.ndarray, floats: np.ndarray | None = None):
@@ -176,6 +183,7 @@ def _decision_callable(fn: Callable, with_embeddings: bool | None) -> Callable:
             return int(a.reshape(()))
         return answer  # not a decision: the engine reports it with its repr
 
+    call.takes_default = with_default
     return call
 
 
@@ -234,7 +242,8 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
     raw = engine(module.llvm).compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
                            tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, call_sites,
                            cache._cache if cache is not None else None, pool, callback, forced, vocab,
-                           feature_upkeep=features)
+                           feature_upkeep=features,
+                           callable_default=bool(getattr(callback, "takes_default", False)))
     log_bytes = raw["log"]
     parsed = read_log(log_bytes) if log_bytes else None
     if parsed is not None:

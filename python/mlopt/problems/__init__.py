@@ -31,6 +31,7 @@ DEFAULT = "inlining"
 # name -> the package defining it (imported when first asked for)
 _PACKAGES = {
     "inlining": "mlopt.problems.inlining",
+    "inlining-default": "mlopt.problems.inlining_default",
     "regalloc": "mlopt.problems.regalloc",
 }
 _PARAMETRIC = {

@@ -68,6 +68,7 @@ class ESConfig:
     max_step: float = 1.0  # cap on the update norm, in perturbation radii (sigma * sqrt(n))
     shaping: str = "rank"  # "rank" or "zscore"
     buckets: int = 4  # size strata of the module sampler
+    validate_every: int = 1  # validate (and maybe keep as best) every k-th iteration
 
 
 def default_pairs(parameters: int) -> int:
@@ -213,7 +214,7 @@ class ESTrainer:
         self.theta = (self.theta + self.scale * update).astype(np.float32)
         elapsed = time.perf_counter() - start
         self.iteration += 1
-        val = self.validate(self.theta, work)
+        val = self.validate(self.theta, work) if self.iteration % cfg.validate_every == 0 else None
         metrics = {"iteration": self.iteration, "train_delta_percent": float(deltas.mean()),
                    "reward": float(-deltas.mean() / 100.0),
                    "candidate_delta_min": float(deltas.min()), "candidate_delta_max": float(deltas.max()),

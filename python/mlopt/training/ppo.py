@@ -61,6 +61,7 @@ class PPOConfig:
     temperature: float = 1.0
     buckets: int = 4
     seed: int = 0
+    validate_every: int = 1  # validate (and maybe keep as best) every k-th iteration
 
 
 @dataclass
@@ -250,7 +251,7 @@ class PPOTrainer:
                     losses.append(loss)
                     stats.append(st)
         self.iteration += 1
-        val = self.validate(work)
+        val = self.validate(work) if self.iteration % cfg.validate_every == 0 else None
         metrics = {"iteration": self.iteration, "train_delta_percent": train_delta,
                    "reward_mean": float(r.mean()), "reward_std": spread, "modules": len(rewards),
                    "failed_modules": len(entries) - len(rewards), "rows": 0 if batch is None else len(batch.actions),

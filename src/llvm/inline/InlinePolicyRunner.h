@@ -31,6 +31,10 @@
 
 namespace mlopt {
 
+/// The input through which a policy may see the heuristic's decision (the
+/// name LLVM logs it under).
+inline constexpr const char *DefaultDecisionInput = "inlining_default";
+
 class InlinePolicyRunner : public llvm::MLModelRunner {
 public:
   const std::vector<mlopt::TensorSpec> &inputs() const { return Inputs; }

@@ -33,6 +33,16 @@ PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx,
     }
     setUpBufferForTensor(I, Features[I], Buffer);
   }
+  for (size_t J = 0; J < Taken.size(); ++J) {
+    if (Fed[J] || Taken[J].name() != DefaultDecisionInput)
+      continue;
+    if (Taken[J].type() != TensorType::Int64 || Taken[J].elementCount() != 1)
+      throw PolicyError(Model->path() + ": the policy takes '" + Taken[J].name() + "' as " +
+                        Taken[J].typeAndShape() + ", but the heuristic's decision is int64_t [1]");
+    if (Model->featureBound(J))
+      DefaultInput = static_cast<int64_t *>(Model->featureBuffer(J));
+    Fed[J] = true;
+  }
   for (size_t J = 0; J < Taken.size(); ++J)
     if (!Fed[J] && Model->featureBound(J))
       throw PolicyError(Model->path() + ": the policy takes '" + Taken[J].name() + "' (" +
@@ -52,6 +62,8 @@ void PolicyModelRunner::warnOnce(const std::string &Text) {
 }
 
 void *PolicyModelRunner::evaluateUntyped() {
+  if (DefaultInput)
+    *DefaultInput = DefaultDecision;
   try {
     Model->evaluate();
   } catch (const std::exception &E) {

@@ -5,10 +5,13 @@
 // inputs are matched to the model's bound features by name: a matched
 // input's buffer IS the model's input buffer (no copy); an input the model
 // does not take (IR2Vec embeddings for a policy trained without them) gets a
-// buffer of its own. The constructor throws PolicyError, naming the tensor,
-// when a matched input differs in type or shape, or when the model takes a
-// feature LLVM does not provide (a policy trained with IR2Vec embeddings,
-// run without a vocabulary). The model's extra outputs are reported for the
+// buffer of its own. A model input named inlining_default (int64 [1]) that
+// LLVM does not provide is fed the stock heuristic's decision for the call
+// site (a policy that learns where to differ from the heuristic). The
+// constructor throws PolicyError, naming the tensor, when a matched input
+// differs in type or shape, or when the model takes a feature LLVM does not
+// provide (a policy trained with IR2Vec embeddings, run without a
+// vocabulary). The model's extra outputs are reported for the
 // training log. The inliner's decision rule lives here, not in the
 // problem-neutral PolicyModel: an answer other than 0 or 1, or a failing
 // evaluation, makes the runner warn once and use the stock heuristic's
@@ -47,6 +50,7 @@ private:
   bool WarnedHere = false;
   bool *Warned;
   int64_t Decision = 0;
+  int64_t *DefaultInput = nullptr; // the model's inlining_default buffer, if it takes one
 };
 
 } // namespace mlopt

@@ -239,8 +239,11 @@ std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx,
     mlopt::PolicyLoadOptions Opts;
     Opts.FeedPrefix = FeedPrefix;
     Opts.LiteRtLibrary = LiteRtLibrary;
-    Opts.OptionalFeatures = {"callee_embedding", "caller_embedding"};
-    Model = mlopt::loadPolicyModel(ModelPath, Inputs, Opts);
+    Opts.OptionalFeatures = {"callee_embedding", "caller_embedding", mlopt::DefaultDecisionInput};
+    std::vector<mlopt::TensorSpec> Offered = Inputs; // + the heuristic's decision, if taken
+    Offered.push_back(
+        mlopt::TensorSpec(mlopt::DefaultDecisionInput, mlopt::TensorType::Int64, {1}));
+    Model = mlopt::loadPolicyModel(ModelPath, Offered, Opts);
   } catch (const std::exception &E) {
     std::string Text = std::string("mlopt: ") + E.what();
     bool HasEmbeddings = std::any_of(Inputs.begin(), Inputs.end(), [](const mlopt::TensorSpec &S) {
