@@ -94,12 +94,12 @@ def main() -> None:
             run.write_config({"kind": name, "benchmark": "bench_es_ppo", "seed": args.seed})
             if name == "es":
                 cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed,
-                               validate_every=args.validate_every)
+                               validate_every=args.validate_every, keep_validated=True)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool)
             else:
                 cfg = PPOConfig(iterations=0, modules=args.ppo_modules, lr=args.ppo_lr, seed=args.seed,
-                                validate_every=args.validate_every)
+                                validate_every=args.validate_every, keep_validated=True)
                 trainer = PPOTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                      pool=pool)
             start = time.perf_counter()

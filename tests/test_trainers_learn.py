@@ -77,14 +77,17 @@ def test_es_metrics_log_the_step_control(tmp_path):
 @pytest.mark.parametrize("kind", ["es", "ppo"])
 def test_validate_every_k_validates_only_those_iterations(tmp_path, kind):
     """--validate-every 2: validation (and so best/) only after iterations
-    2 and 4; the counted validations are the synthetic environment's calls."""
+    2 and 4; the counted validations are the synthetic environment's calls;
+    keep_validated saves exactly those policies."""
     env = synthetic.SyntheticEnvironment(1.0)
     start = synthetic.warm_start(TRAIN, epochs=3)
     if kind == "es":
-        cfg = ESConfig(iterations=5, modules_per_perturbation=8, sigma=0.1, lr=0.1, seed=0, validate_every=2)
+        cfg = ESConfig(iterations=5, modules_per_perturbation=8, sigma=0.1, lr=0.1, seed=0, validate_every=2,
+                       keep_validated=True)
         trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
     else:
-        cfg = PPOConfig(iterations=5, modules=8, lr=1e-2, epochs=1, batch_size=256, seed=0, validate_every=2)
+        cfg = PPOConfig(iterations=5, modules=8, lr=1e-2, epochs=1, batch_size=256, seed=0, validate_every=2,
+                        keep_validated=True)
         trainer = PPOTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
     calls = []
     validate = trainer.validate
@@ -94,6 +97,7 @@ def test_validate_every_k_validates_only_those_iterations(tmp_path, kind):
     assert [m["iteration"] for m in lines] == [0, 1, 2, 3, 4, 5]
     assert [m["validation_delta_percent"] is not None for m in lines] == [True, False, True, False, True, False]
     assert calls == [0, 2, 4]
+    assert sorted(p.name for p in (tmp_path / "validated").iterdir()) == ["0002.npz", "0004.npz"]
 
 
 def test_default_pairs_grow_with_the_network_and_ranks_share_ties():

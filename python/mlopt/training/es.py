@@ -69,6 +69,7 @@ class ESConfig:
     shaping: str = "rank"  # "rank" or "zscore"
     buckets: int = 4  # size strata of the module sampler
     validate_every: int = 1  # validate (and maybe keep as best) every k-th iteration
+    keep_validated: bool = False  # also save every validated policy as validated/<iteration>.npz (curves)
 
 
 def default_pairs(parameters: int) -> int:
@@ -224,6 +225,9 @@ class ESTrainer:
                    "pairs": self.pairs, "modules": int(ok.sum()), "failed_modules": int((~ok).sum()),
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
                    "validation_delta_percent": val}
+        if val is not None and cfg.keep_validated:
+            (self.run_dir / "validated").mkdir(exist_ok=True)
+            unflatten(self.template, self.theta).save(self.run_dir / "validated" / f"{self.iteration:04d}.npz", overwrite=True)
         if val is not None and (self.best is None or val < self.best):
             self.best = val
             self._save_best()

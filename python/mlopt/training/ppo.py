@@ -62,6 +62,7 @@ class PPOConfig:
     buckets: int = 4
     seed: int = 0
     validate_every: int = 1  # validate (and maybe keep as best) every k-th iteration
+    keep_validated: bool = False  # also save every validated policy as validated/<iteration>.npz (curves)
 
 
 @dataclass
@@ -260,6 +261,9 @@ class PPOTrainer:
                    "rollouts_per_s": len(entries) / rollout_s, "validation_delta_percent": val}
         for key in ("clip_fraction", "approx_kl", "entropy"):
             metrics[key] = float(np.mean([s[key] for s in stats])) if stats else None
+        if val is not None and cfg.keep_validated:
+            (self.run_dir / "validated").mkdir(exist_ok=True)
+            self.current_policy().save(self.run_dir / "validated" / f"{self.iteration:04d}.npz", overwrite=True)
         if val is not None and (self.best is None or val < self.best):
             self.best = val
             self._save_best()
