@@ -227,7 +227,8 @@ class ESTrainer:
                    "validation_delta_percent": val}
         if val is not None and cfg.keep_validated:
             (self.run_dir / "validated").mkdir(exist_ok=True)
-            unflatten(self.template, self.theta).save(self.run_dir / "validated" / f"{self.iteration:04d}.npz", overwrite=True)
+            snapshot = self.run_dir / "validated" / f"{self.iteration:04d}.npz"
+            unflatten(self.template, self.theta).save(snapshot, overwrite=True)
         if val is not None and (self.best is None or val < self.best):
             self.best = val
             self._save_best()
