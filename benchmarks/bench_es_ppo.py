@@ -21,8 +21,11 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
+
 from mlopt.corpus import PACKAGES, corpus_entries, package_of
 from mlopt.corpus.manifest import read_manifest
+from mlopt.evaluation import plot_training_curve
 from mlopt.problems import load_weights
 from mlopt.rollouts import trace_corpus
 from mlopt.training.environment import CompilerEnvironment, total_delta_percent
@@ -54,6 +57,21 @@ def test_report(env, policy, test, baseline, work: Path, languages: dict[str, st
             for name, idx in groups.items()}
 
 
+def test_curve(env, init, run_dir: Path, test, baseline, work: Path, points: int) -> dict[int, float]:
+    """Iteration -> test delta of ``points`` of the run's validated policies
+    (evenly spaced, the last included; iteration 0 is the starting policy)."""
+    snapshots = sorted((run_dir / "validated").glob("*.npz"))
+    if not snapshots:
+        return {}
+    pick = sorted({round(i) for i in np.linspace(0, len(snapshots) - 1, min(points, len(snapshots)))})
+    out = {0: total_delta_percent(env.costs([init], [(0, e) for e in test], work), [baseline[e.name] for e in test])}
+    for i in pick:
+        policy = type(init).load(snapshots[i], problem=init.problem)
+        costs = env.costs([policy], [(0, e) for e in test], work)
+        out[int(snapshots[i].stem)] = total_delta_percent(costs, [baseline[e.name] for e in test])
+    return out
+
+
 def _percent(metrics: dict) -> str:
     v = metrics["validation_delta_percent"]
     return "-" if v is None else f"{v:+.3f}%"
@@ -71,6 +89,9 @@ def main() -> None:
     ap.add_argument("--ppo-modules", type=int, default=32)
     ap.add_argument("--ppo-lr", type=float, default=3e-4)
     ap.add_argument("--validate-every", type=int, default=1, help="validate every K-th iteration")
+    ap.add_argument("--test-curve", type=int, default=0, metavar="N",
+                    help="after training, also evaluate N of the validated policies on the test split "
+                         "(evenly spaced; reported and plotted, never used to choose)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -117,6 +138,11 @@ def main() -> None:
                              "train_last": metrics[-1].get("train_delta_percent"),
                              "test": test_report(env, chosen, side["test"], baseline, args.out / "work", languages),
                              "config": cfg.__dict__}
+            if args.test_curve:
+                results[name]["test_curve"] = test_curve(env, init, run_dir, side["test"], baseline, args.out / "work",
+                                                         args.test_curve)
+                curve = {int(k): v for k, v in results[name]["test_curve"].items()}
+                plot_training_curve(run_dir, args.out / name, llvm=results.get("llvm_version"), test=curve)
             print(name, json.dumps(results[name]), flush=True)
     (args.out / "es_ppo.json").write_text(json.dumps(results, indent=2) + "\n")
 

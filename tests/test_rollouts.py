@@ -171,6 +171,23 @@ def test_training_curve_plot_from_a_run_directory(tmp_path):
         json.dumps({"iteration": i, "reward": 0.01 * i, "validation_delta_percent": -0.1 * i}) for i in range(5)))
     path = plot_training_curve(tmp_path, tmp_path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # validation every other iteration, and a test curve: the points drawn are exactly those given
+    (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(
+        {"iteration": i, "train_delta_percent": -0.1 * i, "validation_delta_percent": -0.2 * i if i % 2 == 0 else None})
+        for i in range(5)))
+    import matplotlib.pyplot as plt
+
+    drawn = {}
+    real_close = plt.close
+    plt.close = lambda fig=None: drawn.update({ln.get_label(): list(ln.get_xdata()) for ln in fig.axes[0].lines}) \
+        or real_close(fig)
+    try:
+        plot_training_curve(tmp_path, tmp_path, test={0: 0.0, 4: -0.3})
+    finally:
+        plt.close = real_close
+    assert drawn["validation (total)"] == [0, 2, 4]
+    assert drawn["test (total; after training, not used to choose)"] == [0, 4]
+    assert drawn["training (total of its modules)"] == [0, 1, 2, 3, 4]
 
 
 def test_training_curves_share_one_sign_convention():

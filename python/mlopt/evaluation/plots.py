@@ -87,9 +87,11 @@ def training_curve_series(records: list[dict]) -> dict[str, list[float]]:
 
 
 def plot_training_curve(run_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
-                        llvm: int | str | None = None) -> Path | None:
+                        llvm: int | str | None = None, test: dict[int, float] | None = None) -> Path | None:
     """The training and validation delta per iteration (round) from
-    ``metrics.jsonl``, on one axis, one sign convention."""
+    ``metrics.jsonl``, on one axis, one sign convention; ``test``:
+    iteration -> test delta of the policy of that iteration (looked at after
+    training, never used to choose), drawn as a third curve."""
     metrics = Path(run_dir) / "metrics.jsonl"
     if not metrics.exists():
         return None
@@ -101,7 +103,12 @@ def plot_training_curve(run_dir: str | os.PathLike, out_dir: str | os.PathLike, 
     fig, ax = plt.subplots(figsize=(7, 4))
     colors = {label: color for _, _, label, color in CURVES}
     for label, ys in training_curve_series(records).items():
-        ax.plot(it, ys, label=label, color=colors[label], marker="o")
+        xs = [x for x, y in zip(it, ys) if not np.isnan(y)]  # validation may skip iterations
+        ax.plot(xs, [y for y in ys if not np.isnan(y)], label=label, color=colors[label], marker="o", ms=3)
+    if test:
+        xs = sorted(test)
+        ax.plot(xs, [test[x] for x in xs], label="test (total; after training, not used to choose)",
+                color="#8172b2", marker="s", ms=4)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xlabel("round" if "round" in records[0] else "iteration")
     ax.set_ylabel(".text delta vs -Oz (%)  [negative = smaller]")
