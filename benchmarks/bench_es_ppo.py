@@ -86,6 +86,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--es-modules", type=int, default=8)
+    ap.add_argument("--es-lr", type=float, default=ESConfig.lr)
+    ap.add_argument("--es-sigma", type=float, default=ESConfig.sigma)
     ap.add_argument("--ppo-modules", type=int, default=32)
     ap.add_argument("--ppo-lr", type=float, default=3e-4)
     ap.add_argument("--validate-every", type=int, default=1, help="validate every K-th iteration")
@@ -114,7 +116,8 @@ def main() -> None:
             run = open_run(run_dir, force=True)  # a fresh run: nothing of an older one is resumed
             run.write_config({"kind": name, "benchmark": "bench_es_ppo", "seed": args.seed})
             if name == "es":
-                cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed,
+                cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=args.es_lr,
+                               sigma=args.es_sigma,
                                validate_every=args.validate_every, keep_validated=True)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool)
