@@ -393,3 +393,34 @@ def test_forced_decisions_override_the_policy_then_hand_back(modules, heuristic_
         mlopt.compile(modules[0], forced_decisions="01x")
     with pytest.raises(ValueError, match="0/1"):
         mlopt.compile(modules[0], forced_decisions=[0, 2])
+
+
+NON_UTF8_NAMES = b"""
+define internal i32 @"\\FFhelper"(i32 %x) {
+  %y = add i32 %x, 1
+  ret i32 %y
+}
+
+define i32 @"caller\\C3"(i32 %x) {
+  %a = call i32 @"\\FFhelper"(i32 %x)
+  %b = call i32 @"\\FFhelper"(i32 %a)
+  ret i32 %b
+}
+"""
+
+
+@pytest.mark.llvm
+def test_function_names_that_are_not_utf8_come_back_with_surrogate_escapes(tmp_path):
+    """IR names may hold any bytes: every name the engine returns (call
+    sites, call-site costs, function properties) is a str whose
+    surrogate-escaped bytes are the IR's, never a UnicodeDecodeError."""
+    path = tmp_path / "names.ll"
+    path.write_bytes(NON_UTF8_NAMES)
+    helper, caller = b"\xffhelper".decode("utf-8", "surrogateescape"), b"caller\xc3".decode("utf-8", "surrogateescape")
+    m = mlopt.Module(path)
+    r = mlopt.compile(m, call_sites=True)
+    assert r.call_sites and set(r.call_sites) == {(caller, helper)}
+    costs = mlopt.compiler.call_site_costs(m)
+    assert list(costs["caller"]) == [caller, caller] and list(costs["callee"]) == [helper, helper]
+    assert set(mlopt.compiler.function_properties(m)["function"]) == {helper, caller}
+    assert helper.encode("utf-8", "surrogateescape") == b"\xffhelper"

@@ -1,5 +1,6 @@
 #include "TrainingLogReader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <fcntl.h>
@@ -143,7 +144,14 @@ ColumnarLog readLogFile(const std::string &Path, bool AllowTruncated) {
 #endif
   ColumnarLog Log(SizeHint);
   TrainingLogParser Parser;
-  constexpr size_t Chunk = size_t(4) << 20;
+  // Reads of up to 4 MiB; a smaller regular file is read whole into a
+  // buffer of its size (a 4 MiB buffer per call made reading many small
+  // logs slow). The buffer grows when a record outgrows it.
+  constexpr size_t MaxChunk = size_t(4) << 20;
+  const size_t Chunk =
+      SizeHint
+          ? std::clamp<size_t>(size_t(std::min<uint64_t>(SizeHint, MaxChunk)) + 1, 4096, MaxChunk)
+          : MaxChunk;
   std::vector<char> Buffer(Chunk);
   size_t Have = 0; // unconsumed bytes at the start of Buffer
   uint64_t Total = 0;

@@ -5,6 +5,7 @@
 
 #include "ByteSink.h"
 #include "PolicyModelPool.h"
+#include "PyNames.h"
 #include "TensorSpec.h"
 #include "TfliteVerifier.h"
 #include "TrainingLogParser.h"
@@ -29,30 +30,6 @@ using namespace nb::literals;
 using namespace mlopt;
 
 namespace {
-
-nb::str decodeName(const std::string &S) {
-  PyObject *O = PyUnicode_DecodeUTF8(S.data(), Py_ssize_t(S.size()), "surrogateescape");
-  if (!O)
-    throw nb::python_error();
-  return nb::steal<nb::str>(O);
-}
-
-/// A str (encoded with surrogateescape, so undecodable bytes round-trip) or
-/// a bytes-like object, as raw bytes.
-std::string nameBytes(nb::handle H) {
-  if (PyUnicode_Check(H.ptr())) {
-    PyObject *B = PyUnicode_AsEncodedString(H.ptr(), "utf-8", "surrogateescape");
-    if (!B)
-      throw nb::python_error();
-    nb::bytes Bytes = nb::steal<nb::bytes>(B);
-    return std::string(Bytes.c_str(), Bytes.size());
-  }
-  if (nb::isinstance<nb::bytes>(H)) {
-    nb::bytes Bytes = nb::borrow<nb::bytes>(H);
-    return std::string(Bytes.c_str(), Bytes.size());
-  }
-  throw nb::type_error("expected str or bytes");
-}
 
 TensorType typeFromObject(nb::handle T) {
   if (PyUnicode_Check(T.ptr())) {

@@ -11,6 +11,7 @@
 #include "InProcessCompiler.h"
 #include "PolicyModelPool.h"
 #include "PolicyModelRunner.h"
+#include "PyNames.h"
 #include "TensorSpecConversion.h"
 #include "TextSizeCache.h"
 
@@ -246,18 +247,18 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   R["log"] = asBytes(Out.TrainingLog);
   nb::list Warnings;
   for (const std::string &W : Out.Warnings)
-    Warnings.append(W);
+    Warnings.append(decodeName(W)); // diagnostics may quote IR names
   R["warnings"] = Warnings;
   nb::list Sites;
   for (const auto &[Caller, Callee] : Out.CallSites)
-    Sites.append(nb::make_tuple(Caller, Callee));
+    Sites.append(nb::make_tuple(decodeName(Caller), decodeName(Callee)));
   R["call_sites"] = Sites;
   if (Options.Regalloc) {
     R["regalloc_log"] = asBytes(Out.RegallocLog);
     nb::list Scores;
     for (const auto &[Function, Score, C] : Out.RegallocScores)
-      Scores.append(
-          nb::make_tuple(Function, Score, nb::make_tuple(C[0], C[1], C[2], C[3], C[4], C[5])));
+      Scores.append(nb::make_tuple(decodeName(Function), Score,
+                                   nb::make_tuple(C[0], C[1], C[2], C[3], C[4], C[5])));
     R["regalloc_scores"] = Scores;
     R["regalloc_questions"] = Out.RegallocQuestions;
     R["regalloc_replaced"] = Out.RegallocReplaced;
@@ -283,7 +284,8 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
   nb::class_<EngineModule>(m, "Module", "Verified bitcode of one module.")
       .def(
           "__init__",
-          [](EngineModule *Self, nb::bytes Data, const std::string &Name) {
+          [](EngineModule *Self, nb::bytes Data, nb::handle NameObject) {
+            std::string Name = nameBytes(NameObject); // str (surrogate escapes) or bytes
             std::string Bytes(Data.c_str(), Data.size());
             LoadedModule Loaded;
             {
@@ -298,7 +300,7 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
                                     Loaded.OptNoneFunctions};
           },
           "data"_a, "name"_a)
-      .def_ro("name", &EngineModule::Name)
+      .def_prop_ro("name", [](const EngineModule &M) { return decodeName(M.Name); })
       .def_ro("triple", &EngineModule::Triple)
       .def_ro("defined_functions", &EngineModule::DefinedFunctions)
       .def_ro("optimized_functions", &EngineModule::OptimizedFunctions)
@@ -332,7 +334,8 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
           T = functionProperties(M.Bitcode, M.Name, Detailed);
         }
         size_t Rows = T.Functions.size(), Cols = T.Fields.size();
-        return nb::make_tuple(T.Functions, T.Fields, ownedArray(std::move(T.Values), {Rows, Cols}));
+        return nb::make_tuple(decodeNames(T.Functions), T.Fields,
+                              ownedArray(std::move(T.Values), {Rows, Cols}));
       },
       "module"_a, "detailed"_a);
 
@@ -354,7 +357,8 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
           Inlinable.push_back(S.Inlinable);
         }
         size_t N = Costs.size();
-        return nb::make_tuple(Callers, Callees, ownedArray(std::move(Inlinable), {N}),
+        return nb::make_tuple(decodeNames(Callers), decodeNames(Callees),
+                              ownedArray(std::move(Inlinable), {N}),
                               ownedArray(std::move(Costs), {N}));
       },
       "module"_a);
