@@ -85,7 +85,30 @@ extras="${MLOPT_EXTRAS-test}"
 target="."
 [ -z "$extras" ] || target=".[$extras]"
 step "building and installing mlopt$([ -z "$extras" ] || echo "[$extras]") with $("$PYTHON" --version)${venv:+ in $venv} (C++ core; pass plugin and engine per LLVM major: a few minutes)"
-"$PYTHON" -m pip install -q --disable-pip-version-check "$target"
+# One wheel per source tree and Python ABI, kept in build/wheels/<tree>: a
+# second install of the same checkout with another interpreter of the same
+# ABI (CI: pyenv's python3.11, then Debian's /usr/bin/python3.11) installs
+# it instead of compiling the C++ again. A checkout with uncommitted changes
+# is always built.
+wheel=""
+if tree=$(git rev-parse -q --verify 'HEAD^{tree}' 2>/dev/null) && [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  abi=$("$PYTHON" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+  wheels="build/wheels/$tree"
+  wheel=$(ls "$wheels"/mlopt-*-"$abi"-"$abi"-*.whl 2>/dev/null | head -n 1 || true)
+  if [ -n "$wheel" ]; then
+    step "reusing $wheel (built from this source tree for $abi)"
+  else
+    "$PYTHON" -m pip wheel -q --disable-pip-version-check --no-deps -w "$wheels" .
+    wheel=$(ls "$wheels"/mlopt-*-"$abi"-"$abi"-*.whl 2>/dev/null | head -n 1 || true)
+  fi
+fi
+if [ -n "$wheel" ]; then
+  spec="mlopt$([ -z "$extras" ] || echo "[$extras]") @ file://$PWD/$wheel"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$PWD/$wheel"
+  "$PYTHON" -m pip install -q --disable-pip-version-check "$spec"
+else
+  "$PYTHON" -m pip install -q --disable-pip-version-check "$target"
+fi
 step "mlopt doctor:"
 "$PYTHON" -m mlopt doctor | sed 's/^/  /'
 if [ -n "$venv" ]; then
