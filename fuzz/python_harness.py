@@ -47,7 +47,9 @@ with atheris.instrument_imports():  # every mlopt module (the facade imports laz
             importlib.import_module(_info.name)
 
 warnings.simplefilter("ignore")
-WORK = tempfile.mkdtemp(prefix="mlopt-fuzz-")
+# Files the harnesses write live in memory (tmpfs) where the machine has one.
+_SHM = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+WORK = tempfile.mkdtemp(prefix="mlopt-fuzz-", dir=_SHM)
 MODEL = os.path.join(WORK, "model.tflite")
 
 
