@@ -54,7 +54,7 @@ def logs(tmp: Path) -> list[bytes]:
         for source in c_sources("lz4")[:2]:
             bc = bitcode("clang-19", source, tmp, flags=include_flags("lz4"))
             log = tmp / f"{bc.stem}.log"
-            subprocess.run(["opt-19", *opt_flags(training_log=log), "-passes=default<Oz>", str(bc), "-o",
+            subprocess.run(["opt-19", *opt_flags(training_log=log, llvm=19), "-passes=default<Oz>", str(bc), "-o",
                             "/dev/null"], check=True)
             data = log.read_bytes()
             header = data.index(b"\n") + 1
