@@ -1,8 +1,8 @@
-"""Compile-time cost of shipping a policy: LLVM's feature upkeep vs mlopt's, in `clang-19 -Oz`.
+"""Compile-time cost of shipping a policy: LLVM's feature upkeep vs mlopt's, in `clang -Oz`.
 
 Corpus: the default corpus' sources (`mlopt corpus fetch`'s pinned C and C++
 sdists: lz4, brotli, zstd, pycryptodome, jsonnet, marisa-trie, ujson), each
-compiled as that build compiles it (`clang-19`/`clang++-19 -Oz -c`, without
+compiled as that build compiles it (`clang-N`/`clang++-N -Oz -c`, without
 embedding bitcode), to an object that is thrown away. Configurations, run
 interleaved (every module under every configuration, in a rotating order,
 then the next module; --reps rounds), each module's time the best of its
@@ -10,24 +10,35 @@ rounds (user + sys CPU seconds of the compiler process):
 
   stock        stock clang -Oz
   so-llvm      the plugin with a compiled .so policy evaluated at every
-               decision, the heuristic's decision applied (so the decisions,
-               hence the code, are stock's: only the upkeep and the model
-               evaluation are measured); LLVM's feature upkeep
+               decision, the decisions replayed from the heuristic's own
+               (-mlopt-inline-replay; recorded once per module before the
+               rounds), so the code is stock's and what is measured is what a
+               shipped policy pays: features, their upkeep, the model; LLVM's
+               feature upkeep (-mlopt-inline-features=llvm)
   so-mlopt     the same with mlopt's upkeep (-mlopt-inline-features=mlopt)
   log-llvm     the plugin writing a training log (heuristic decisions), LLVM's upkeep
   log-mlopt    the same with mlopt's upkeep
 
+With --measure instructions each compile runs once under valgrind's
+callgrind instead (user-mode instructions of the compiler: deterministic,
+so a shared machine does not disturb them; ~50x slower). --configs picks a
+subset of the configurations.
+
+In the first round every plugin configuration's object is compared with
+stock's, byte for byte (the replay and the heuristic give stock's code).
 Reported: total time vs stock (the headline), the median and the worst
 module's ratio to stock, and the modules above +10%. The machine may be
 shared: ratios are taken within one run, module by module.
 
-Run:  python3 benchmarks/bench_feature_upkeep.py [--reps 3] [--limit N] [--packages lz4,jsonnet]
+Run:  python3 benchmarks/bench_feature_upkeep.py [--llvm 19] [--reps 3] [--limit N] [--packages lz4,jsonnet]
+      python3 benchmarks/bench_feature_upkeep.py --measure instructions --configs stock,so-mlopt
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -44,8 +55,8 @@ from mlopt.corpus import fetch
 from mlopt.corpus.description import load_corpus
 
 
-def commands(packages: list[str] | None, work: Path) -> list[tuple[str, list[str], str]]:
-    """(name, clang command without output, directory) per source of the default corpus."""
+def commands(packages: list[str] | None, work: Path, llvm: int) -> list[tuple[str, list[str], str]]:
+    """(name, clang-<llvm> command without output, directory) per source of the default corpus."""
     selected = [p for p in fetch.PACKAGES if not packages or p.name in packages]
     (work / "build").mkdir()
     entries = fetch.compile_commands(selected, fetch.cache_dir(), work / "build")
@@ -54,17 +65,43 @@ def commands(packages: list[str] | None, work: Path) -> list[tuple[str, list[str
         args = list(e["arguments"])
         i = args.index("-fembed-bitcode=all")
         del args[i - 1:i + 1]  # "-Xclang", "-fembed-bitcode=all"
+        args[0] = args[0].replace("-19", f"-{llvm}")
         out.append((Path(e["output"]).name, args, e["directory"]))
     return out
 
 
-def heuristic_equivalent_policy(work: Path) -> Path:
+def random_compiled_policy(work: Path, llvm: int) -> Path:
     """A compiled 64x64 MLP (.so) over a vocab of the corpus' own features."""
     report = fetch.fetch_corpus()  # the extracted default corpus (cached)
-    mods = load_corpus(report.output, llvm=19)[::3]
+    mods = load_corpus(report.output, llvm=llvm)[::3]
     logs = [r.log for r in mlopt.compile_many(mods, codegen=False, threads=2)]
     model = random_policy(logs).export(work / "model")
     return mlopt.compile_policy(model, work / "policy.so")
+
+
+def heuristic_decisions(cmds, llvm: int, out: Path) -> list[Path]:
+    """Per module, a file of the heuristic's decisions ('0'/'1', in the order
+    the inliner asks), from a training log of one compile with the plugin."""
+    out.mkdir()
+    files = []
+    for k, (_, cmd, cwd) in enumerate(cmds):
+        log = out / f"{k}.log"
+        subprocess.run([cmd[0], *clang_flags(llvm=llvm, training_log=log), *cmd[1:], "-o", os.devnull], cwd=cwd,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        decisions = mlopt.read_log(log)["inlining_decision"].ravel() if log.stat().st_size else []
+        files.append(out / f"{k}.txt")
+        files[-1].write_text("".join("1" if d else "0" for d in decisions))
+    return files
+
+
+def instructions(cmd: list[str], cwd: str) -> float:
+    """Instructions the command (and its children) executed, counted by callgrind."""
+    with tempfile.TemporaryDirectory() as d:
+        r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/cg.%p", "--trace-children=yes",
+                            *cmd], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed under valgrind: {r.stderr[-500:]}")
+        return float(sum(int(n) for n in re.findall(r"Collected : (\d+)", r.stderr)))
 
 
 def cpu_seconds(cmd: list[str], cwd: str) -> float:
@@ -79,55 +116,87 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--limit", type=int, help="only the first N sources")
     ap.add_argument("--packages", help="comma-separated subset of the default corpus' packages")
+    ap.add_argument("--llvm", type=int, default=19, choices=(19, 22), help="the clang-N and plugin to measure")
+    ap.add_argument("--measure", choices=("cpu", "instructions"), default="cpu",
+                    help="CPU seconds (best of --reps) or callgrind's instruction count (one run)")
+    ap.add_argument("--configs", help="comma-separated subset of the configurations (stock is always measured)")
     args = ap.parse_args()
+    if args.measure == "instructions":
+        args.reps = 1
 
     work = Path(tempfile.mkdtemp(prefix="mlopt-bench-upkeep-"))
-    cmds = commands(args.packages.split(",") if args.packages else None, work)[:args.limit]
-    so = heuristic_equivalent_policy(work)
+    cmds = commands(args.packages.split(",") if args.packages else None, work, args.llvm)[:args.limit]
+    so = random_compiled_policy(work, args.llvm)
+    replays = heuristic_decisions(cmds, args.llvm, work / "replay")
     logs = work / "logs"
 
     def plugin(upkeep: str, **kw) -> list[str]:
-        return clang_flags(llvm=19, **kw) + ["-mllvm", f"-mlopt-inline-features={upkeep}"]
+        return clang_flags(llvm=args.llvm, **kw) + ["-mllvm", f"-mlopt-inline-features={upkeep}"]
 
-    shadow = ["-mllvm", "-mlopt-inline-model-shadow"]
     configs = {
-        "stock": [],
-        "so-llvm": plugin("llvm", model=so) + shadow,
-        "so-mlopt": plugin("mlopt", model=so) + shadow,
-        "log-llvm": plugin("llvm", training_log=f"{logs}/llvm-%m.log", overwrite_log=True),
-        "log-mlopt": plugin("mlopt", training_log=f"{logs}/mlopt-%m.log", overwrite_log=True),
+        "stock": lambda k: [],
+        "so-llvm": lambda k: plugin("llvm", model=so, replay=replays[k]),
+        "so-mlopt": lambda k: plugin("mlopt", model=so, replay=replays[k]),
+        "log-llvm": lambda k: plugin("llvm", training_log=f"{logs}/llvm-%m.log", overwrite_log=True),
+        "log-mlopt": lambda k: plugin("mlopt", training_log=f"{logs}/mlopt-%m.log", overwrite_log=True),
     }
+    if args.configs:
+        wanted = {"stock", *args.configs.split(",")}
+        unknown = wanted - set(configs)
+        if unknown:
+            ap.error(f"unknown configuration(s) {', '.join(sorted(unknown))}; known: {', '.join(configs)}")
+        configs = {n: c for n, c in configs.items() if n in wanted}
     names = list(configs)
+    measure = instructions if args.measure == "instructions" else cpu_seconds
     langs = {"c": 0, "c++": 0}
     for _, cmd, _ in cmds:
         langs["c++" if cmd[0].startswith("clang++") else "c"] += 1
-    print(f"corpus: {len(cmds)} sources ({langs['c']} C, {langs['c++']} C++); configurations: {', '.join(names)}; "
-          f"{args.reps} interleaved rounds, best per module; CPU s of the compiler (user + sys)")
+    print(f"LLVM {args.llvm} ({cmds[0][1][0]}); corpus: {len(cmds)} sources ({langs['c']} C, {langs['c++']} C++); "
+          f"configurations: {', '.join(names)}; {args.reps} interleaved rounds, best per module; "
+          + ("CPU s of the compiler (user + sys)" if args.measure == "cpu" else "instructions (callgrind)")
+          + f"; load average at start {os.getloadavg()[0]:.2f}")
     best = {n: np.full(len(cmds), np.inf) for n in names}
+    differ: dict[str, list[str]] = {n: [] for n in names}
     start = time.time()
     for rep in range(args.reps):
-        for i, (_, cmd, cwd) in enumerate(cmds):
+        for i, (name, cmd, cwd) in enumerate(cmds):
             order = names[(i + rep) % len(names):] + names[:(i + rep) % len(names)]
+            objects = {}
             for n in order:
-                c = [cmd[0], *configs[n], *cmd[1:], "-o", os.devnull]
-                best[n][i] = min(best[n][i], cpu_seconds(c, cwd))
+                out = str(work / f"{n}.o") if rep == 0 else os.devnull
+                c = [cmd[0], *configs[n](i), *cmd[1:], "-o", out]
+                best[n][i] = min(best[n][i], measure(c, cwd))
+                if rep == 0:
+                    objects[n] = Path(out).read_bytes()
+            for n in objects:
+                if objects[n] != objects["stock"]:
+                    differ[n].append(name)
         print(f"  round {rep + 1}/{args.reps} done ({time.time() - start:.0f} s)", file=sys.stderr)
 
     stock = best["stock"]
-    print(f"\n{'configuration':<12}{'total s':>9}{'vs stock':>10}{'median':>9}{'worst':>9}"
+    unit, scale = ("total s", 1.0) if args.measure == "cpu" else ("total G", 1e-9)
+    print(f"\n{'configuration':<12}{unit:>9}{'vs stock':>10}{'median':>9}{'worst':>9}"
           "  worst module, modules > +10%")
     for n in names:
         r = best[n] / stock
         worst = int(np.argmax(r))
         over = [cmds[i][0] for i in np.flatnonzero(r > 1.10)]
-        print(f"{n:<12}{best[n].sum():>9.2f}{best[n].sum() / stock.sum():>10.3f}{np.median(r):>9.3f}{r.max():>9.3f}"
+        print(f"{n:<12}{best[n].sum() * scale:>9.2f}{best[n].sum() / stock.sum():>10.3f}"
+              f"{np.median(r):>9.3f}{r.max():>9.3f}"
               f"  {cmds[worst][0]}, {len(over)}{': ' + ' '.join(over[:6]) if over else ''}")
     for a, b in (("so-mlopt", "so-llvm"), ("log-mlopt", "log-llvm")):
+        if a not in best or b not in best:
+            continue
         print(f"{a} / {b}: total {best[a].sum() / best[b].sum():.3f}, "
               f"median module {np.median(best[a] / best[b]):.3f}")
-    print("\nlargest stock modules (CPU s) and their ratios:")
+    for n in names[1:]:
+        print(f"objects of {n} identical to stock's: {len(cmds) - len(differ[n])} of {len(cmds)}"
+              + (f" (differ: {' '.join(differ[n][:6])})" if differ[n] else ""))
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    print(f"\nlargest stock modules ({'CPU s' if args.measure == 'cpu' else 'G instructions'}) and their ratios:")
     for i in np.argsort(-stock)[:8]:
-        print(f"  {cmds[i][0]:<40}{stock[i]:>7.2f}" + "".join(f"  {n} {best[n][i] / stock[i]:.3f}" for n in names[1:]))
+        print(f"  {cmds[i][0]:<40}{stock[i] * scale:>7.2f}"
+              + "".join(f"  {n} {best[n][i] / stock[i]:.3f}" for n in names[1:]))
     return 0
 
 

@@ -237,3 +237,90 @@ def test_clang_flags_load_an_eviction_policy(progs, capsys):
     out = capsys.readouterr().out.split()
     assert out[-2:] == ["-mllvm", f"-mlopt-regalloc-model={so.resolve()}"]
     assert main(["clang-flags", "--llvm", "19", "--regalloc-model", str(progs["dir"] / "missing.so")]) == 1
+
+
+# -- in process: the engine compiles, the objects are costed without a link or a run -----------
+
+@pytest.fixture(scope="module")
+def engine_builds(progs):
+    """reward_prog's -O2 bitcode allocated in process (traceable code
+    generation) with the default advisor and the random policy: the objects,
+    and each linked by clang-19 into a program (for the trace and for
+    callgrind's measured count)."""
+    from mlopt.compiler.allocate import allocate
+    from tests.conftest import _tool
+
+    clang, d = _tool("clang-19"), progs["dir"]
+    bc = d / "reward_prog.bc"
+    subprocess.run([clang, "-O2", "-emit-llvm", "-c", str(FIXTURE), "-o", str(bc)], check=True)
+    out = {"bc": bc}
+    for name, policy in (("default", None), ("random", d / "evict.so")):
+        r = allocate(bc, policy, pipeline="", log=False, keep_object=True, traceable=True, llvm=19)
+        out[name] = r.object
+        (d / f"e_{name}.o").write_bytes(r.object)
+        subprocess.run([clang, "-no-pie", str(d / f"e_{name}.o"), "-o", str(d / f"e_{name}")], check=True)
+        out[f"{name}_exe"] = d / f"e_{name}"
+    out["trace"] = record(str(out["default_exe"]), ARGS, stdout=subprocess.DEVNULL)
+    return out
+
+
+@pytest.mark.llvm
+def test_objects_from_the_engine_estimate_as_their_linked_program(engine_builds):
+    from mlopt.reward import estimate_objects
+
+    t = engine_builds["trace"]
+    assert engine_builds["default"] != engine_builds["random"]
+    for name in ("default", "random"):
+        objects = [("reward_prog.o", engine_builds[name])]
+        a = estimate_objects(t, objects, cpu="skylake")
+        b = estimate(t, engine_builds[f"{name}_exe"], cpu="skylake")
+        assert a.cfg_differs == [] and a.functions_not_compiled == 0
+        assert (a.instructions, a.mapped_instructions, a.cycles) == (b.instructions, b.mapped_instructions, b.cycles)
+    assert estimate_objects(t, [("p.o", engine_builds["default"])], cycles=False).instructions == t.total_instructions
+
+
+@pytest.mark.llvm
+@pytest.mark.slow
+def test_in_process_prediction_equals_callgrinds_count(engine_builds):
+    from mlopt.reward import estimate_objects
+
+    t = engine_builds["trace"]
+    predicted = estimate_objects(t, [("reward_prog.o", engine_builds["random"])], cycles=False).instructions
+    measured = record(str(engine_builds["random_exe"]), ARGS, stdout=subprocess.DEVNULL).total_instructions
+    assert abs(predicted - measured) <= 0.005 * measured
+    assert abs(measured - t.total_instructions) > 0.01 * t.total_instructions  # the policy matters
+
+
+@pytest.mark.llvm
+def test_traceable_code_generation_is_scoped_to_its_compile(engine_builds):
+    """After traceable compiles, an ordinary one is as before: no address map,
+    the allocation-dependent passes back on."""
+    from mlopt.compiler.allocate import allocate
+    from mlopt.reward import estimate_objects
+    from mlopt.reward.elf import SHT_LLVM_BB_ADDR_MAP, ElfImage
+
+    plain = allocate(engine_builds["bc"], None, pipeline="", log=False, keep_object=True, llvm=19).object
+    image = ElfImage.from_bytes(plain, "plain.o")
+    assert not any(s.type == SHT_LLVM_BB_ADDR_MAP for s in image.sections)
+    again = allocate(engine_builds["bc"], None, pipeline="", log=False, keep_object=True, llvm=19).object
+    assert plain == again
+    traceable = engine_builds["default"]
+    assert any(s.type == SHT_LLVM_BB_ADDR_MAP for s in ElfImage.from_bytes(traceable, "t.o").sections)
+    with pytest.raises(BBAddrMapError, match="plain.o: no basic-block address map"):
+        estimate_objects(engine_builds["trace"], [("plain.o", plain)])
+
+
+@pytest.mark.llvm
+def test_objects_of_another_program_are_refused(engine_builds, progs, tmp_path):
+    from mlopt.compiler.allocate import allocate
+    from mlopt.reward import estimate_objects
+
+    other = tmp_path / "other.bc"
+    other.write_bytes(b"")
+    src = progs["dir"] / "other.c"
+    subprocess.run(["clang-19", "-O2", "-emit-llvm", "-c", str(src), "-o", str(other)], check=True)
+    obj = allocate(other, None, pipeline="", log=False, keep_object=True, traceable=True, llvm=19).object
+    with pytest.raises(TraceError, match="has no function twice"):
+        estimate_objects(engine_builds["trace"], [("other.o", obj)], cycles=False)
+    with pytest.raises(TraceError, match="not a relocatable object"):
+        estimate_objects(engine_builds["trace"], [("exe", engine_builds["default_exe"].read_bytes())])

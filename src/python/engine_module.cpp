@@ -158,7 +158,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                         const std::string &IR2VecVocab, bool Regalloc,
                         std::shared_ptr<PolicyModelPool> RegallocPool, nb::object RegallocCallable,
                         unsigned RegallocMaxEvictions, const std::string &FeatureUpkeep,
-                        bool CallableDefault) {
+                        bool CallableDefault, bool TraceableCodegen) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -169,6 +169,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   Options.RecordCallSites = CallSites;
   Options.Cache = Cache;
   Options.KeepObject = KeepObject;
+  Options.TraceableCodegen = TraceableCodegen;
   if (Forced.find_first_not_of("01") != std::string::npos)
     throw nb::value_error("forced decisions must be a string of '0' and '1'");
   Options.ForcedDecisions = Forced;
@@ -321,7 +322,7 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
         "cache"_a.none(), "policy"_a.none(), "callable"_a.none(), "forced"_a = "",
         "ir2vec_vocab"_a = "", "regalloc"_a = false, "regalloc_policy"_a.none() = nb::none(),
         "regalloc_callable"_a.none() = nb::none(), "regalloc_max_evictions"_a = 100u,
-        "feature_upkeep"_a = "mlopt", "callable_default"_a = false);
+        "feature_upkeep"_a = "mlopt", "callable_default"_a = false, "traceable_codegen"_a = false);
   m.attr("regalloc_supported") = regallocSupported();
   m.attr("regalloc_source_version") = regallocSourceVersion();
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ._common import add_command, add_ir2vec_option
+from ._common import UsageError, add_command, add_ir2vec_option
 
 
 def cmd_plugin_path(args) -> int:
@@ -26,8 +26,16 @@ def cmd_clang_flags(args) -> int:
     log = args.training_log
     if log is not None and os.path.isdir(log) and not log.endswith("/"):
         log += "/"  # an existing directory: one log per translation unit
+    if args.replay is not None and "%m" not in args.replay:
+        decisions = open(args.replay, "rb").read() if os.path.isfile(args.replay) else None
+        if decisions is None:
+            raise UsageError(f"--replay {args.replay}: no such file")
+        bad = next((i for i, c in enumerate(decisions) if c not in b"01 \t\r\n"), None)
+        if bad is not None:
+            raise UsageError(f"--replay {args.replay}: byte {bad} is not a decision ('0' or '1') nor whitespace")
     print(clang_flags_string(training_log=log, model=args.model, overwrite_log=args.overwrite_log,
-                             ir2vec_vocab=args.ir2vec_vocab, regalloc_model=args.regalloc_model))
+                             ir2vec_vocab=args.ir2vec_vocab, regalloc_model=args.regalloc_model,
+                             replay=args.replay))
     return 0
 
 
@@ -45,7 +53,8 @@ def register(sub) -> None:
                          "clang-19 -Oz $(mlopt clang-flags --llvm 19 --model policy_dir) -c a.c",
                          "clang-19 -O2 $(mlopt clang-flags --llvm 19 --regalloc-model evict.so) -c a.c",
                          "clang-22 -Oz $(mlopt clang-flags --llvm 22 --model policy.so) -c a.c",
-                         "clang-22 -Oz $(mlopt clang-flags --llvm 22 --ir2vec-vocab v.json --training-log l/) -c a.c"])
+                         "clang-22 -Oz $(mlopt clang-flags --llvm 22 --ir2vec-vocab v.json --training-log l/) -c a.c",
+                         "clang-19 -Oz $(mlopt clang-flags --llvm 19 --model policy.so --replay found.txt) -c a.c"])
     flags.add_argument("--training-log", metavar="PATH",
                        help="write a training log of the inliner's decisions: a file, a directory (one "
                             "<module>.log per translation unit) or a pattern with %%m (module) / %%p (pid); "
@@ -56,5 +65,8 @@ def register(sub) -> None:
     flags.add_argument("--regalloc-model", metavar="PATH",
                        help="register-allocation eviction policy: .tflite file, model directory or compiled .so "
                             "(checked now)")
+    flags.add_argument("--replay", metavar="PATH",
+                       help="force the inliner's first decisions to this file's 0/1 characters (e.g. a sequence "
+                            "found by search); %%m: one file per module; checked now")
     add_ir2vec_option(flags)
     flags.set_defaults(func=cmd_clang_flags)

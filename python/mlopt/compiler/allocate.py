@@ -118,7 +118,7 @@ def _resolve(policy):
 
 
 def _allocate(module: Module, pool, callback, pipeline: str | None, log: bool, keep_object: bool,
-              max_evictions: int) -> AllocationResult:
+              max_evictions: int, traceable: bool = False) -> AllocationResult:
     if max_evictions < 1:
         raise ValueError(f"max_evictions must be at least 1, not {max_evictions}")
     eng = engine(module.llvm)
@@ -131,7 +131,7 @@ def _allocate(module: Module, pool, callback, pipeline: str | None, log: bool, k
     raw = eng.compile(module._m, pipeline, level, module.target or "", module.reloc_model or "",
                       tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, False, None, None, None,
                       "", "", regalloc=True, regalloc_policy=pool, regalloc_callable=callback,
-                      regalloc_max_evictions=max_evictions)
+                      regalloc_max_evictions=max_evictions, traceable_codegen=traceable)
     log_bytes = raw["regalloc_log"]
     scores: dict[str, float] = {}
     counts: dict[str, dict[str, float]] = {}
@@ -147,7 +147,8 @@ def _allocate(module: Module, pool, callback, pipeline: str | None, log: bool, k
 
 
 def allocate(module: Module | PathLike | bytes, policy=None, pipeline: str | None = None, log: bool = True, *,
-             keep_object: bool = False, llvm: int | str | None = None, max_evictions: int = 100) -> AllocationResult:
+             keep_object: bool = False, llvm: int | str | None = None, max_evictions: int = 100,
+             traceable: bool = False) -> AllocationResult:
     """Compile ``module`` (optimized with ``pipeline``: default the module's
     level, ``""`` for none) and allocate its registers with ``policy``
     deciding evictions: None (LLVM's default advisor), a path (``.tflite``,
@@ -156,20 +157,24 @@ def allocate(module: Module | PathLike | bytes, policy=None, pipeline: str | Non
     ``f(features, default_column) -> column`` (features: LLVM's 21 eviction
     tensors as numpy arrays; an exception it raises is re-raised after the
     compile). ``max_evictions``: after a policy made one virtual register
-    evict this many times in a function, the default advisor decides for it."""
+    evict this many times in a function, the default advisor decides for it.
+    ``traceable``: generate code as ``mlopt reward build-flags`` makes clang
+    do (basic-block address map, the allocation-dependent CFG passes off),
+    so that the object can be costed from a trace (:mod:`mlopt.reward`);
+    such compiles of one process run one at a time."""
     pool, callback = _resolve(policy)
     mod = _as_module(module, llvm if isinstance(module, Module) else regalloc_llvm(llvm))
-    return _allocate(mod, pool, callback, pipeline, log, keep_object, max_evictions)
+    return _allocate(mod, pool, callback, pipeline, log, keep_object, max_evictions, traceable)
 
 
 def allocate_many(modules: Iterable[Module | PathLike | bytes], policy=None, pipeline: str | None = None,
                   log: bool = True, *, threads: int | None = None, llvm: int | str | None = None,
-                  max_evictions: int = 100, keep_object: bool = False,
+                  max_evictions: int = 100, keep_object: bool = False, traceable: bool = False,
                   on_result: Callable[[int, AllocationResult], None] | None = None) -> list[AllocationResult]:
     """:func:`allocate` for every module, ``threads`` at a time (default: the
     number of CPUs); results in input order, identical to sequential runs."""
     mods: Sequence[Module] = [_as_module(m, regalloc_llvm(llvm) if not isinstance(m, Module) else llvm)
                               for m in modules]
     pool, callback = _resolve(policy)
-    run = lambda m: _allocate(m, pool, callback, pipeline, log, keep_object, max_evictions)  # noqa: E731
+    run = lambda m: _allocate(m, pool, callback, pipeline, log, keep_object, max_evictions, traceable)  # noqa: E731
     return map_modules(run, mods, threads, on_result)

@@ -38,7 +38,7 @@ def plugin_path(llvm=None) -> Path:
 
 
 def _mlopt_options(training_log=None, model=None, overwrite_log=False, ir2vec_vocab=None,
-                   regalloc_model=None) -> list[str]:
+                   regalloc_model=None, replay=None) -> list[str]:
     options = []
     if regalloc_model is not None:
         options.append(f"-mlopt-regalloc-model={Path(regalloc_model).resolve()}")
@@ -50,24 +50,26 @@ def _mlopt_options(training_log=None, model=None, overwrite_log=False, ir2vec_vo
         options.append(f"-mlopt-inline-training-log={os.fspath(training_log)}")
         if overwrite_log:
             options.append("-mlopt-inline-training-log-overwrite")
+    if replay is not None:
+        options.append(f"-mlopt-inline-replay={os.fspath(replay)}")
     return options
 
 
 def opt_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
-              ir2vec_vocab=None) -> list[str]:
+              ir2vec_vocab=None, replay=None) -> list[str]:
     """Arguments that load the plugin into ``opt-<llvm>`` (options after the plugin).
 
     ``model``: a .tflite file, a model directory or a compiled policy .so.
     ``training_log``: see :func:`clang_flags`. ``ir2vec_vocab`` (LLVM 22):
     an IR2Vec vocabulary; the inliner's inputs then end with the callee and
-    caller embeddings.
+    caller embeddings. ``replay``: see :func:`clang_flags`.
     """
     return [f"-load-pass-plugin={plugin_path(llvm)}",
-            *_mlopt_options(training_log, model, overwrite_log, ir2vec_vocab)]
+            *_mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, replay=replay)]
 
 
 def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
-                ir2vec_vocab=None, regalloc_model=None) -> list[str]:
+                ir2vec_vocab=None, regalloc_model=None, replay=None) -> list[str]:
     """Arguments that load the plugin into ``clang-<llvm>`` with its options.
 
     ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
@@ -80,10 +82,13 @@ def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, l
     many files, one plain file would otherwise keep only the last one's log.
     ``regalloc_model``: an eviction policy (.tflite, model directory or
     compiled .so) deciding the register allocator's evictions.
+    ``replay``: a file of '0'/'1' characters (``%m`` as for the log) that
+    forces the inliner's first decisions, in the order it asks; the model
+    (or the heuristic) decides the rest and is still evaluated.
     """
     path = plugin_path(llvm)
     flags = [f"-fpass-plugin={path}", "-Xclang", "-load", "-Xclang", str(path)]
-    for option in _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, regalloc_model):
+    for option in _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, regalloc_model, replay):
         flags += ["-mllvm", option]
     return flags
 

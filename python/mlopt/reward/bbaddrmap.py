@@ -63,8 +63,9 @@ class FunctionMap:
 
 
 class _Reader:
-    def __init__(self, data: bytes, where: str):
+    def __init__(self, data: bytes, where: str, relocated: dict[int, int] | None = None):
         self.data, self.pos, self.where = data, 0, where
+        self.relocated = relocated or {}
 
     def fail(self, what: str):
         raise BBAddrMapError(f"{self.where}: .llvm_bb_addr_map byte {self.pos}: {what}")
@@ -79,7 +80,8 @@ class _Reader:
         if self.pos + 8 > len(self.data):
             self.fail("truncated address")
         self.pos += 8
-        return int.from_bytes(self.data[self.pos - 8:self.pos], "little")
+        at = self.pos - 8
+        return self.relocated.get(at, int.from_bytes(self.data[at:self.pos], "little"))
 
     def uleb(self) -> int:
         data, pos = self.data, self.pos
@@ -97,9 +99,11 @@ class _Reader:
                 self.fail("ULEB128 value too large")
 
 
-def parse_bb_addr_map(data: bytes, where: str = "<bytes>") -> list[tuple[int, list[Block]]]:
-    """(function address, blocks) for each function of a linked section's bytes."""
-    r = _Reader(data, where)
+def parse_bb_addr_map(data: bytes, where: str = "<bytes>",
+                      relocated: dict[int, int] | None = None) -> list[tuple[int, list[Block]]]:
+    """(function address, blocks) for each function of a section's bytes
+    (``relocated``: an object's addresses by offset in the section)."""
+    r = _Reader(data, where, relocated)
     out = []
     while r.pos < len(data):
         version = r.u8()
@@ -140,8 +144,11 @@ def parse_bb_addr_map(data: bytes, where: str = "<bytes>") -> list[tuple[int, li
     return out
 
 
-def read_bb_addr_map(path: str | os.PathLike, image: ElfImage | None = None) -> list[FunctionMap]:
-    """The functions of ``path``'s BB address map, in address order."""
+def read_bb_addr_map(path: str | os.PathLike, image: ElfImage | None = None, *,
+                     numbered: bool = True) -> list[FunctionMap]:
+    """The functions of ``path``'s BB address map, in address order.
+    ``numbered``: a repeated (static) name gets ``#2``, ``#3``
+    (turn off to number across several objects, :func:`number_duplicates`)."""
     image = image or ElfImage(path)
     sections = [s for s in image.sections if s.type == SHT_LLVM_BB_ADDR_MAP]
     if not sections:
@@ -150,18 +157,27 @@ def read_bb_addr_map(path: str | os.PathLike, image: ElfImage | None = None) -> 
     symbols = image.functions()
     funcs = []
     for s in sections:
-        for address, blocks in parse_bb_addr_map(image.contents(s), image.where):
+        relocated = image.relocated(s) if image.relocatable else None
+        for address, blocks in parse_bb_addr_map(image.contents(s), image.where, relocated):
             names = symbols.get(address)
             if not names:
                 raise BBAddrMapError(f"{image.where}: the function at {address:#x} of the BB address map has no "
                                      "symbol (a stripped binary?); keep .symtab")
             funcs.append((address, names[0], tuple(blocks)))
     funcs.sort()
-    seen: dict[str, int] = {}
+    out = [FunctionMap(name, address, blocks) for address, name, blocks in funcs]
+    return number_duplicates(out) if numbered else out
+
+
+def number_duplicates(functions: list[FunctionMap], seen: dict[str, int] | None = None) -> list[FunctionMap]:
+    """Repeated names get ``#2``, ``#3``... in order (a linked binary's
+    address order; objects in link order, each in its address order, when
+    ``seen`` is shared across them)."""
+    seen = {} if seen is None else seen
     out = []
-    for address, name, blocks in funcs:
-        seen[name] = seen.get(name, 0) + 1
-        out.append(FunctionMap(name if seen[name] == 1 else f"{name}#{seen[name]}", address, blocks))
+    for f in functions:
+        seen[f.name] = seen.get(f.name, 0) + 1
+        out.append(f if seen[f.name] == 1 else FunctionMap(f"{f.name}#{seen[f.name]}", f.address, f.blocks))
     return out
 
 

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 import numpy as np
 
@@ -30,6 +31,18 @@ def tool(name: str, llvm: int = 19) -> str:
 
 
 class Disassembly:
+    @classmethod
+    def of_bytes(cls, data: bytes, name: str, llvm: int = 19) -> Disassembly:
+        """The disassembly of a file's bytes in memory (through a temporary file, on tmpfs where there is one)."""
+        tmp = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        with tempfile.NamedTemporaryFile(suffix=".o", dir=tmp) as f:
+            f.write(data)
+            f.flush()
+            try:
+                return cls(f.name, llvm)
+            except RewardToolError as e:
+                raise RewardToolError(f"{name}: {e}") from None
+
     def __init__(self, binary: str | os.PathLike, llvm: int = 19):
         cmd = [tool("llvm-objdump", llvm), "-d", "--no-show-raw-insn", os.fspath(binary)]
         r = subprocess.run(cmd, capture_output=True, text=True)

@@ -20,6 +20,7 @@ are none.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import TraceError
-from .bbaddrmap import block_table, read_bb_addr_map
+from .bbaddrmap import block_table, number_duplicates, read_bb_addr_map
 from .disasm import Disassembly
 from .elf import ElfImage
 from .mca import CycleModel
@@ -57,6 +58,7 @@ class Estimate:
     blocks_costed: int = 0
     mca_fallbacks: int = 0
     seconds: float = 0.0
+    functions_not_compiled: int = 0                           # estimate_objects: traced functions costed as traced
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -77,22 +79,84 @@ def check_same_program(trace: Trace, names: list[str], binary: str, where: str =
                      f"variant of {binary}: {'; '.join(parts)}")
 
 
+@dataclass
+class _Code:
+    """A variant's mapped code: one linked binary, or objects in link order.
+    Per block (``vt``, concatenated over the parts): its part, function,
+    ID, range and its instruction counts."""
+    names: list[str]
+    digests: list[str]
+    vt: dict
+    v_instrs: np.ndarray
+    v_two: np.ndarray
+    v_pad: np.ndarray
+    parts: list[tuple[ElfImage, Disassembly]]
+
+
+def _code(parts: list[tuple[ElfImage, Disassembly, list]]) -> _Code:
+    names, digests, tables, counts, twos, pads = [], [], [], [], [], []
+    for p, (_image, dis, functions) in enumerate(parts):
+        vt = block_table(functions)
+        vt["func"] = vt["func"] + len(names)
+        vt["part"] = np.full(len(vt["func"]), p, np.int32)
+        names += [f.name for f in functions]
+        digests += [cfg_digest(f) for f in functions]
+        tables.append(vt)
+        counts.append(dis.counts(vt["start"], vt["end"]))
+        twos.append(dis.two_branch_ends(vt["start"], vt["end"]))
+        pads.append(dis.counts(vt["pad_start"], vt["start"]))
+    vt = {k: np.concatenate([t[k] for t in tables]) if tables else np.zeros(0, np.int64) for k in
+          ("func", "id", "start", "end", "pad_start", "part")}
+    cat = lambda xs: np.concatenate(xs).astype(np.int64) if xs else np.zeros(0, np.int64)  # noqa: E731
+    return _Code(names, digests, vt, cat(counts), cat(twos), cat(pads), [(i, d) for i, d, _ in parts])
+
+
 def estimate(trace: Trace, binary: str | os.PathLike, *, cpu: str | None = None, cycles: bool = True,
              llvm: int = 19, model: CycleModel | None = None, trace_name: str = "trace") -> Estimate:
+    """The traced run's instructions (and cycles) for ``binary``, a variant of the traced program."""
     t0 = time.perf_counter()
     binary = os.fspath(binary)
     image = ElfImage(binary)
     functions = read_bb_addr_map(binary, image)
-    names = [f.name for f in functions]
-    check_same_program(trace, names, binary, trace_name)
-    vt = block_table(functions)
-    dis = Disassembly(binary, llvm)
-    v_instrs = dis.counts(vt["start"], vt["end"]).astype(np.int64)
-    v_two = dis.two_branch_ends(vt["start"], vt["end"]).astype(np.int64)
-    v_pad = dis.counts(vt["pad_start"], vt["start"]).astype(np.int64)
+    check_same_program(trace, [f.name for f in functions], binary, trace_name)
+    code = _code([(image, Disassembly(binary, llvm), functions)])
+    return _estimate(trace, code, binary, image.sha256(), cpu=cpu, cycles=cycles, llvm=llvm, model=model, t0=t0)
+
+
+def estimate_objects(trace: Trace, objects: list[tuple[str, bytes]], *, cpu: str | None = None,
+                     cycles: bool = True, llvm: int = 19, model: CycleModel | None = None,
+                     trace_name: str = "trace") -> Estimate:
+    """The same estimate from object files in memory (``(name, bytes)`` in the
+    program's link order, e.g. :func:`mlopt.allocate` with ``traceable=True,
+    keep_object=True``): no link, no run. The objects may cover part of the
+    program: a traced function that none of them defines is costed as it
+    was traced (its instructions, at ``OUTSIDE_CPI`` cycles each: the same
+    for every variant; ``Estimate.functions_not_compiled``); a function the
+    trace does not know is a TraceError (another program)."""
+    t0 = time.perf_counter()
+    parts, seen = [], {}
+    for name, data in objects:
+        image = ElfImage.from_bytes(data, name)
+        if not image.relocatable:
+            raise TraceError(f"{name}: not a relocatable object (ET_REL); use estimate() for a linked binary")
+        functions = number_duplicates(read_bb_addr_map(name, image, numbered=False), seen)
+        parts.append((image, Disassembly.of_bytes(data, name, llvm), functions))
+    code = _code(parts)
+    extra = sorted(set(code.names) - set(trace.functions))
+    if extra:
+        raise TraceError(f"{trace_name} was recorded of {trace.program}, which has no function "
+                         f"{', '.join(extra[:3])}{' ...' if len(extra) > 3 else ''} (objects: "
+                         f"{', '.join(n for n, _ in objects[:3])}{' ...' if len(objects) > 3 else ''})")
+    digest = hashlib.sha256(b"".join(d for _, d in objects)).hexdigest()
+    return _estimate(trace, code, f"{len(objects)} object(s)", digest, cpu=cpu, cycles=cycles, llvm=llvm,
+                     model=model, t0=t0)
+
+
+def _estimate(trace: Trace, code: _Code, binary: str, sha256: str, *, cpu, cycles, llvm, model, t0) -> Estimate:
+    names, digests, vt = code.names, code.digests, code.vt
+    v_instrs, v_two, v_pad = code.v_instrs, code.v_two, code.v_pad
     row = {(names[f], int(i)): k for k, (f, i) in enumerate(zip(vt["func"], vt["id"]))}
     index = {n: i for i, n in enumerate(names)}
-    digests = [cfg_digest(f) for f in functions]
 
     a = trace.arrays
     traced_exec = executed(*(a[k] for k in ARRAYS[2:]))
@@ -104,9 +168,14 @@ def estimate(trace: Trace, binary: str | os.PathLike, *, cpu: str | None = None,
     differs, unexecuted, differs_instr = [], 0, 0
     scaled_instr = 0.0
     scaled_funcs: list[tuple[int, float]] = []  # (variant function index, scaled instructions)
+    absent_instr, absent = 0, 0  # traced functions no part defines (objects): as traced
     for fi, name in enumerate(trace.functions):
         rows = order[bounds[fi]:bounds[fi + 1]]
-        vf = index[name]
+        vf = index.get(name)
+        if vf is None:
+            absent += 1
+            absent_instr += int(traced_exec[rows].sum())
+            continue
         if trace.cfgs[fi] == digests[vf]:
             matched_trace.extend(rows)
             matched_rows.extend(row[(name, int(i))] for i in a["id"][rows])
@@ -125,25 +194,30 @@ def estimate(trace: Trace, binary: str | os.PathLike, *, cpu: str | None = None,
         scaled_funcs.append((vf, s))
     mt, mv = np.asarray(matched_trace, np.int64), np.asarray(matched_rows, np.int64)
     count, tail, pad_count = a["count"][mt], a["tail_count"][mt], a["fall_in"][mt]
-    mapped = int(executed(count, tail, v_instrs[mv], v_two[mv], pad_count, v_pad[mv]).sum()) + round(scaled_instr)
+    mapped = (int(executed(count, tail, v_instrs[mv], v_two[mv], pad_count, v_pad[mv]).sum()) + round(scaled_instr)
+              + absent_instr)
     instructions = mapped + trace.outside_instructions
 
     total_cycles = None
     costed = 0
     if cycles:
         blocks: dict[str, list[str]] = {}
+
+        def key(k: int, start, end) -> str:
+            image, dis = code.parts[int(vt["part"][k])]
+            return _key(image, dis, int(start), int(end), blocks)
+
         keys_b, keys_p = [], []
         for k, c, p in zip(mv, count, pad_count):
             kb = kp = None
             if c:
-                kb = _key(image, dis, int(vt["start"][k]), int(vt["end"][k]), blocks)
+                kb = key(k, vt["start"][k], vt["end"][k])
             if p and v_pad[k]:
-                kp = _key(image, dis, int(vt["pad_start"][k]), int(vt["start"][k]), blocks)
+                kp = key(k, vt["pad_start"][k], vt["start"][k])
             keys_b.append(kb)
             keys_p.append(kp)
-        for vf, _ in scaled_funcs:
-            for k in np.nonzero(vt["func"] == vf)[0]:
-                _key(image, dis, int(vt["start"][k]), int(vt["end"][k]), blocks)
+        scaled_keys = [[key(k, vt["start"][k], vt["end"][k]) for k in np.nonzero(vt["func"] == vf)[0]]
+                       for vf, _ in scaled_funcs]
         costs = model.costs(blocks)
         costed = len(blocks)
         cyc = 0.0
@@ -152,24 +226,23 @@ def estimate(trace: Trace, binary: str | os.PathLike, *, cpu: str | None = None,
                 cyc += float(c) * costs[kb]
             if kp is not None:
                 cyc += float(p) * costs[kp]
-        for vf, s in scaled_funcs:
-            ks = [_key(image, dis, int(vt["start"][k]), int(vt["end"][k]), blocks)
-                  for k in np.nonzero(vt["func"] == vf)[0]]
+        for (_, s), ks in zip(scaled_funcs, scaled_keys):
             n = sum(len(blocks[k]) for k in ks)
             cyc += s * (sum(costs[k] for k in ks) / n if n else 1.0)
-        total_cycles = cyc + OUTSIDE_CPI * trace.outside_instructions
+        total_cycles = cyc + OUTSIDE_CPI * (trace.outside_instructions + absent_instr)
         model.save()
     executed_funcs = int(len(np.unique(fidx[traced_exec > 0])))
     traced_mapped = int(traced_exec.sum())
     return Estimate(
         instructions=int(instructions), cycles=total_cycles, cpu=model.cpu if cycles else None, binary=binary,
-        sha256=image.sha256(), same_binary_as_traced=image.sha256() == trace.sha256, mapped_instructions=mapped,
+        sha256=sha256, same_binary_as_traced=sha256 == trace.sha256, mapped_instructions=mapped,
         outside_instructions=trace.outside_instructions, functions=len(trace.functions),
         executed_functions=executed_funcs, cfg_differs=differs,
         cfg_differs_share=len(differs) / executed_funcs if executed_funcs else 0.0,
         cfg_differs_instruction_share=differs_instr / traced_mapped if traced_mapped else 0.0,
         cfg_differs_unexecuted=unexecuted, blocks_costed=costed,
-        mca_fallbacks=model.fallbacks if cycles else 0, seconds=time.perf_counter() - t0)
+        mca_fallbacks=model.fallbacks if cycles else 0, seconds=time.perf_counter() - t0,
+        functions_not_compiled=absent)
 
 
 def _key(image: ElfImage, dis: Disassembly, start: int, end: int, blocks: dict) -> str:

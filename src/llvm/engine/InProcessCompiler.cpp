@@ -5,6 +5,7 @@
 #include "ObjectTextSize.h"
 #include "TextSizeCache.h"
 #include "ToolSetup.h"
+#include "TraceableCodegen.h"
 
 #include "ByteSink.h"
 #include "TrainingLogWriter.h"
@@ -162,7 +163,17 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
       Vocab = loadIR2VecVocabulary(Options.IR2VecVocab);
     }
   }
-  std::shared_lock<std::shared_mutex> OptionsStable(llvmOptionLock());
+  // LLVM's global options stay as they are during the compile; a traceable
+  // one sets its own and holds them alone.
+  std::shared_lock<std::shared_mutex> OptionsStable(llvmOptionLock(), std::defer_lock);
+  std::unique_lock<std::shared_mutex> OptionsMine(llvmOptionLock(), std::defer_lock);
+  std::optional<TraceableCodegenScope> Traceable;
+  if (Options.TraceableCodegen) {
+    OptionsMine.lock();
+    Traceable.emplace();
+  } else {
+    OptionsStable.lock();
+  }
   CompileOutput Out;
   LLVMContext Ctx;
   Ctx.enableDebugTypeODRUniquing();
@@ -215,7 +226,8 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   // inliner's decisions: a compile that made the same decisions as an
   // earlier one has the same object code.
   std::optional<TextSizeCache::Key> CacheKey;
-  if (Options.Cache && Options.CodeGenLevel >= 0 && !Options.KeepObject && !Options.Regalloc) {
+  if (Options.Cache && Options.CodeGenLevel >= 0 && !Options.KeepObject && !Options.Regalloc &&
+      !Options.TraceableCodegen) {
     CacheKey = TextSizeCache::key(Bitcode, Options, Trace.Decisions);
     if (std::optional<uint64_t> Size = Options.Cache->lookup(*CacheKey)) {
       Out.TextSize = *Size;

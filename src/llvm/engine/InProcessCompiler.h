@@ -83,6 +83,12 @@ struct CompileOptions {
   bool Regalloc = false;
   std::shared_ptr<EvictionDecider> RegallocDecider;
   unsigned RegallocMaxEvictions = 100;
+  /// Code generation a trace can be shared by (TraceableCodegen.h, LLVM 19):
+  /// the basic-block address map in the object, the allocation-dependent
+  /// CFG passes off, as `mlopt reward build-flags` makes clang do. The
+  /// options are process-wide: such a compile holds them exclusively (other
+  /// compiles of the process wait). No TextSizeCache.
+  bool TraceableCodegen = false;
   /// When set, code generation is skipped for a compile whose input,
   /// options and inlining decisions the cache has seen (not with KeepObject).
   TextSizeCache *Cache = nullptr;

@@ -55,9 +55,9 @@ public:
 private:
   void *evaluateUntyped() override {
     try { // nothing may unwind through LLVM's frames
-      Decision = Decide(Ints.data(), Ints.size(), Floats.data(), Floats.size(), DefaultDecision);
+      Decision = Decide(Ints.data(), Ints.size(), Floats.data(), Floats.size(), defaultDecision());
     } catch (...) {
-      Decision = DefaultDecision;
+      Decision = defaultDecision();
     }
     return &Decision;
   }

@@ -5,9 +5,12 @@
 // LLVM 22 with an IR2Vec vocabulary, the float callee_embedding and
 // caller_embedding [D] (inputs() lists them as mlopt TensorSpecs).
 // evaluate<int64_t>() is the inlining decision. Before each evaluation the
-// advisor calls setDefaultDecision() with the stock heuristic's answer for
-// the same call site, so a runner can fall back to it (a dead host, a
-// stalled model). Input buffers are never modified by evaluation.
+// advisor tells the runner how to get the stock heuristic's answer for the
+// same call site (askDefaultWith); a runner that needs it (a fallback for a
+// dead host or a failing model, a policy that takes it as an input, a
+// training log) calls defaultDecision(), which runs the heuristic's cost
+// analysis at most once per call site. A shipped policy that never asks
+// does not pay for it. Input buffers are never modified by evaluation.
 // extraOutputs() lists model outputs beyond the decision that the training
 // log records after the inputs; their bytes are valid after evaluate().
 // An InlineRunnerFactory makes the runner for an advisor from LLVM's input
@@ -21,6 +24,7 @@
 
 #include "LLVMVersion.h"
 #include "TensorSpecConversion.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 #include "llvm/Analysis/MLModelRunner.h"
 #include "llvm/Analysis/TensorSpec.h"
@@ -38,7 +42,22 @@ inline constexpr const char *DefaultDecisionInput = "inlining_default";
 class InlinePolicyRunner : public llvm::MLModelRunner {
 public:
   const std::vector<mlopt::TensorSpec> &inputs() const { return Inputs; }
-  void setDefaultDecision(bool Inline) { DefaultDecision = Inline ? 1 : 0; }
+  /// How to get the heuristic's decision for the call site about to be
+  /// evaluated; Compute must stay valid until the next call (the advisor
+  /// passes a null one when it is done with the call site).
+  void askDefaultWith(llvm::function_ref<bool()> Compute) {
+    ComputeDefault = Compute;
+    DefaultKnown = false;
+  }
+  /// The heuristic's decision (0 or 1), computed when first asked; 0 when
+  /// no call site is being evaluated.
+  int64_t defaultDecision() {
+    if (!DefaultKnown) {
+      DefaultDecision = ComputeDefault && ComputeDefault() ? 1 : 0;
+      DefaultKnown = true;
+    }
+    return DefaultDecision;
+  }
   virtual const std::vector<mlopt::TensorSpec> &extraOutputs() const {
     static const std::vector<mlopt::TensorSpec> None;
     return None;
@@ -53,7 +72,11 @@ protected:
       Inputs.push_back(fromLLVM(S));
   }
   std::vector<mlopt::TensorSpec> Inputs;
-  int64_t DefaultDecision = 0;
+  int64_t DefaultDecision = 0; // valid after defaultDecision()
+
+private:
+  llvm::function_ref<bool()> ComputeDefault;
+  bool DefaultKnown = true;
 };
 
 using InlineRunnerFactory = std::function<std::unique_ptr<InlinePolicyRunner>(
@@ -71,7 +94,7 @@ public:
 
 private:
   void *evaluateUntyped() override {
-    Decision = DefaultDecision;
+    Decision = defaultDecision();
     return &Decision;
   }
   int64_t Decision = 0;

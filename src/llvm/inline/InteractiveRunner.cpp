@@ -161,22 +161,24 @@ bool InteractiveRunner::readReply(int64_t &Value) {
 
 void *InteractiveRunner::evaluateUntyped() {
   if (!Out)
-    return &DefaultDecision;
+    return fallBack();
   try {
     Out->startObservation();
     for (size_t I = 0; I < inputs().size(); ++I)
       Out->logTensorValue(I, getTensorUntyped(I), inputs()[I].byteSize());
-    if (IncludeDefault)
-      Out->logTensorValue(inputs().size(), &DefaultDecision, sizeof(DefaultDecision));
+    if (IncludeDefault) {
+      int64_t Default = defaultDecision();
+      Out->logTensorValue(inputs().size(), &Default, sizeof(Default));
+    }
     Out->endObservation();
     Out->flush();
   } catch (const std::exception &E) {
     fail(E.what());
-    return &DefaultDecision;
+    return fallBack();
   }
   int64_t Value;
   if (!readReply(Value))
-    return &DefaultDecision;
+    return fallBack();
   // LLVM's meaning: any non-zero advice means "inline".
   Reply = Value != 0;
   return &Reply;

@@ -39,6 +39,11 @@ private:
   void fail(const std::string &Why);
   void openChannels();
   bool readReply(int64_t &Value);
+  /// The heuristic's decision, as the reply (no host, or it failed).
+  void *fallBack() {
+    Reply = defaultDecision();
+    return &Reply;
+  }
 
   std::string Base;
   int TimeoutMs;

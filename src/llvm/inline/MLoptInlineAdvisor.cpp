@@ -167,13 +167,17 @@ template <class AdvisorBase, class AdviceBase>
 std::unique_ptr<AdviceBase>
 MLoptInlineAdvisorT<AdvisorBase, AdviceBase>::getAdviceFromModel(CallBase &CB,
                                                                  OptimizationRemarkEmitter &ORE) {
-  bool Default = this->GetDefaultAdvice(CB);
-  Runner.setDefaultDecision(Default);
+  // The heuristic's decision is computed only if the runner or the log asks
+  // for it (a shipped policy does not pay the heuristic's cost analysis).
+  auto Heuristic = [&] { return this->GetDefaultAdvice(CB); };
+  Runner.askDefaultWith(Heuristic);
   bool Decision = Runner.evaluate<int64_t>() != 0;
   if (Sites && Sites->Asked < Sites->Forced.size())
     Decision = Sites->Forced[Sites->Asked] == '1';
   if (Sites)
     ++Sites->Asked;
+  int64_t Default = Log ? Runner.defaultDecision() : 0;
+  Runner.askDefaultWith({});
   if (!Log)
     return std::make_unique<AdviceBase>(this, CB, ORE, Decision);
   std::string Row;

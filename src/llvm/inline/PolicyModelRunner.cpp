@@ -63,29 +63,29 @@ void PolicyModelRunner::warnOnce(const std::string &Text) {
 
 void *PolicyModelRunner::evaluateUntyped() {
   if (DefaultInput)
-    *DefaultInput = DefaultDecision;
+    *DefaultInput = defaultDecision();
   try {
     Model->evaluate();
   } catch (const std::exception &E) {
     warnOnce(std::string("mlopt: ") + E.what() +
              "; using the default heuristic's decision where the model fails");
-    Decision = DefaultDecision;
+    Decision = defaultDecision();
     return &Decision;
   } catch (...) {
     warnOnce("mlopt: model '" + Model->path() +
              "' failed; using the default heuristic's decision where the model fails");
-    Decision = DefaultDecision;
+    Decision = defaultDecision();
     return &Decision;
   }
   // The inliner's rule: 0 or 1 is a decision, anything else is not.
   std::optional<int64_t> D = Model->decisionIndex();
   if (Shadow) {
-    Decision = DefaultDecision;
+    Decision = defaultDecision();
   } else if (!D || (*D != 0 && *D != 1)) {
     warnOnce("mlopt: model '" + Model->path() + "' answered " + Model->rawDecision() +
              " for inlining_decision (expected 0 or 1); using the default "
              "heuristic's decision for such call sites");
-    Decision = DefaultDecision;
+    Decision = defaultDecision();
   } else {
     Decision = *D;
   }

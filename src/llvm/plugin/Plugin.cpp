@@ -21,6 +21,7 @@
 // Without any -mlopt-* option the plugin registers nothing and the compiler
 // behaves exactly as stock.
 
+#include "DecisionString.h"
 #include "Errors.h"
 #include "IR2VecVocabulary.h"
 #include "InlineAdvisorFactory.h"
@@ -99,6 +100,13 @@ cl::opt<bool>
     ModelShadow("mlopt-inline-model-shadow", cl::init(false), cl::Hidden, cl::cat(Category),
                 cl::desc("mlopt: evaluate -mlopt-inline-model at every decision but apply "
                          "the heuristic's decision"));
+
+cl::opt<std::string> ReplayPath(
+    "mlopt-inline-replay", cl::value_desc("path"), cl::cat(Category),
+    cl::desc("mlopt: force the inliner's first decisions to this file's '0'/'1' characters, "
+             "in the order the inliner asks (%m: per module, as the training log); the model "
+             "or heuristic decides the rest. A decision string from `mlopt train search`, or "
+             "the heuristic's own (to measure a policy's cost with stock decisions)"));
 
 cl::opt<std::string>
     InteractiveBase("mlopt-inline-interactive", cl::value_desc("base"), cl::cat(Category),
@@ -282,6 +290,28 @@ makeRunner(LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features) {
   return nullptr;
 }
 
+/// The forced decisions of -mlopt-inline-replay for module M: one trace per
+/// expanded path, so every inliner run on the module continues the same
+/// sequence; nullptr without the option or after an error (reported once).
+mlopt::DecisionTrace *replay(LLVMContext &Ctx, const Module &M) {
+  static std::map<std::string, std::unique_ptr<mlopt::DecisionTrace>> Traces;
+  if (ReplayPath.empty())
+    return nullptr;
+  std::string Path =
+      mlopt::expandTrainingLogPath(ReplayPath, M.getSourceFileName(), M.getModuleIdentifier());
+  auto [It, Inserted] = Traces.try_emplace(Path);
+  if (!Inserted)
+    return It->second.get();
+  try {
+    auto Trace = std::make_unique<mlopt::DecisionTrace>();
+    Trace->Forced = mlopt::readDecisionString(Path);
+    It->second = std::move(Trace);
+  } catch (const std::exception &E) {
+    Ctx.emitError(Twine("mlopt: cannot replay decisions: ") + E.what());
+  }
+  return It->second.get();
+}
+
 InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlineParams Params,
                               InlineContext IC) {
   if (!TheMAM)
@@ -289,13 +319,14 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
   auto LogFor = [&M](LLVMContext &Ctx, const mlopt::InlinePolicyRunner &R) {
     return trainingLog(Ctx, M, R);
   };
-  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, IC, makeRunner, LogFor, nullptr,
-                                  useIR2Vec(M.getContext()), InlineFeatures);
+  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, IC, makeRunner, LogFor,
+                                  replay(M.getContext(), M), useIR2Vec(M.getContext()),
+                                  InlineFeatures);
 }
 
 bool pluginActive() {
   return !TrainingLogPath.empty() || !InteractiveBase.empty() || !ModelPath.empty() ||
-         !IR2VecVocab.empty() || ForceMLAdvisor;
+         !IR2VecVocab.empty() || !ReplayPath.empty() || ForceMLAdvisor;
 }
 
 void registerCallbacks(PassBuilder &PB) {
