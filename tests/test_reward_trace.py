@@ -324,3 +324,33 @@ def test_objects_of_another_program_are_refused(engine_builds, progs, tmp_path):
         estimate_objects(engine_builds["trace"], [("other.o", obj)], cycles=False)
     with pytest.raises(TraceError, match="not a relocatable object"):
         estimate_objects(engine_builds["trace"], [("exe", engine_builds["default_exe"].read_bytes())])
+
+
+# -- the trace objective: problem regalloc-trace, one module per rollout -------------------------
+
+@pytest.mark.llvm
+def test_the_trace_objective_costs_a_corpus_module_as_its_clang_build_runs(progs, trace, tmp_path, monkeypatch):
+    """reward_prog as a one-module corpus (pre-optimization bitcode and its
+    command line): a regalloc-trace rollout compiles it in process and costs
+    it by the trace of the clang build. With the default advisor that is the
+    traced run's instructions in the program's own functions; with the
+    random policy, what its clang build's estimate says."""
+    from mlopt.corpus import CorpusEntry
+    from mlopt.rollouts.tasks import REWARD_TRACE_ENV, RolloutTask, run_rollout
+    from tests.conftest import _tool
+
+    bc = tmp_path / "reward_prog.bc"
+    subprocess.run([_tool("clang-19"), "-O2", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c", str(FIXTURE),
+                    "-o", str(bc)], check=True)
+    entry = CorpusEntry("reward_prog", bc, ("-O2", "-c", "reward_prog.c"))
+    saved = tmp_path / "prog.trace"
+    trace.save(saved)
+    with pytest.raises(TraceError, match="--reward-trace"):
+        monkeypatch.delenv(REWARD_TRACE_ENV, raising=False)
+        run_rollout(RolloutTask(entry, problem="regalloc-trace", llvm=19))
+    monkeypatch.setenv(REWARD_TRACE_ENV, str(saved))
+    default = run_rollout(RolloutTask(entry, problem="regalloc-trace", llvm=19))
+    assert default.cost == trace.total_instructions - trace.outside_instructions
+    random = run_rollout(RolloutTask(entry, str(progs["dir"] / "evict.so"), problem="regalloc-trace", llvm=19))
+    assert random.cost == estimate(trace, progs["random"], cycles=False).compiled_instructions
+    assert random.cost != default.cost and random.decisions > 0

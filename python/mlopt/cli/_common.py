@@ -37,6 +37,15 @@ def add_ir2vec_option(parser) -> None:
                              "callee_embedding and caller_embedding")
 
 
+def add_reward_trace_option(parser) -> None:
+    """``--reward-trace TRACE``: the recorded run (``mlopt reward trace``)
+    the trace objective (problem regalloc-trace) costs modules by. Passed on
+    as $MLOPT_REWARD_TRACE so worker processes use it too."""
+    parser.add_argument("--reward-trace", type=existing_file, metavar="TRACE",
+                        help="problem regalloc-trace: the recorded run of the program built from the corpus "
+                             "(mlopt reward trace) that costs each module's code")
+
+
 def add_exclude_option(parser) -> None:
     """``--exclude A,B``: packages (module names ``PKG/...``) kept out of
     what the command builds or trains on, so an evaluation can use them."""
@@ -155,6 +164,9 @@ def run(func, args) -> int:
     vocab = getattr(args, "ir2vec_vocab", None)
     if vocab is not None:
         os.environ["MLOPT_IR2VEC_VOCAB"] = vocab
+    trace = getattr(args, "reward_trace", None)
+    if trace is not None:
+        os.environ["MLOPT_REWARD_TRACE"] = os.path.abspath(trace)
     try:
         return func(args)
     except BrokenPipeError:

@@ -9,6 +9,7 @@ from ._common import (
     add_command,
     add_exclude_option,
     add_ir2vec_option,
+    add_reward_trace_option,
     float_list,
     fraction,
     int_list,
@@ -266,6 +267,7 @@ def _rollout_trainer_options(parser) -> None:
     parser.add_argument("--json", action="store_true")
     add_exclude_option(parser)
     add_ir2vec_option(parser)
+    add_reward_trace_option(parser)
 
 
 def register(sub) -> None:

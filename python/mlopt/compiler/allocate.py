@@ -101,13 +101,14 @@ def _resolve(policy):
         return None, None
     if isinstance(policy, (str, os.PathLike)):
         policy = load_policy(policy, regalloc.PROBLEM)
+    # Any problem deciding LLVM's eviction (regalloc, regalloc-trace: other objectives).
     if isinstance(policy, LoadedPolicy):
-        if policy.problem.name != regalloc.PROBLEM.name:
+        if policy.problem.decision.name != regalloc.DECISION:
             raise PolicyError(f"{policy.path} is a policy for {policy.problem.name!r}; allocate() needs a "
                               "regalloc eviction policy")
         return policy.pool, None
     if isinstance(policy, MLPPolicy):
-        if policy.problem.name != regalloc.PROBLEM.name:
+        if policy.problem.decision.name != regalloc.DECISION:
             raise PolicyError(f"{policy!r} is a policy for {policy.problem.name!r}; allocate() needs a regalloc "
                               "eviction policy")
         return None, lambda obs, default: int(policy.decide({k: v.reshape(1, -1) for k, v in obs.items()})[0])

@@ -106,7 +106,7 @@ class MLPPolicy:
             raise TypeError("MLPPolicy.load needs a problem (problem=...)")
         with np.load(path) as z:
             saved = str(z["problem"]) if "problem" in z else problem.name
-            if saved != problem.name:
+            if saved != problem.name and saved not in getattr(problem, "starts_from", ()):
                 raise PolicyError(f"{path}: weights of a {saved!r} policy, not {problem.name!r}")
             n = int(z["n_layers"])
             layers = [(z[f"w{i}"], z[f"b{i}"]) for i in range(n)]

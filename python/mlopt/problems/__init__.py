@@ -33,6 +33,7 @@ _PACKAGES = {
     "inlining": "mlopt.problems.inlining",
     "inlining-default": "mlopt.problems.inlining_default",
     "regalloc": "mlopt.problems.regalloc",
+    "regalloc-trace": "mlopt.problems.regalloc_trace",
 }
 _PARAMETRIC = {
     "inlining-ir2vec": ("mlopt.problems.inlining", "with_ir2vec"),

@@ -32,8 +32,11 @@ class Problem:
     buckets. ``optional_features``: features a policy may lack (it runs
     where the compiler provides them, ignoring them). ``objective``: what a
     rollout measures, lower is better: ``"text_size"`` (bytes of ``.text``,
-    the inliner's) or ``"regalloc_score"`` (the RegAllocScore sum, regalloc's);
-    rollouts and trainers pick their measurement by it.
+    the inliner's), ``"regalloc_score"`` (the RegAllocScore sum, regalloc's)
+    or ``"trace_instructions"`` (the trace reward, regalloc-trace's);
+    rollouts and trainers pick their measurement by it. ``starts_from``:
+    problems whose saved weights this one's training may start from (the
+    same features and decision, another objective).
     """
 
     name: str
@@ -47,6 +50,7 @@ class Problem:
     zscore_features: tuple[str, ...] = ()
     optional_features: tuple[str, ...] = ()
     objective: str = "text_size"
+    starts_from: tuple[str, ...] = ()
 
     @property
     def feature_names(self) -> tuple[str, ...]:

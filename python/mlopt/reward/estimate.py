@@ -59,6 +59,7 @@ class Estimate:
     mca_fallbacks: int = 0
     seconds: float = 0.0
     functions_not_compiled: int = 0                           # estimate_objects: traced functions costed as traced
+    compiled_instructions: int = 0                            # of mapped_instructions: in the given code's functions
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -242,7 +243,7 @@ def _estimate(trace: Trace, code: _Code, binary: str, sha256: str, *, cpu, cycle
         cfg_differs_instruction_share=differs_instr / traced_mapped if traced_mapped else 0.0,
         cfg_differs_unexecuted=unexecuted, blocks_costed=costed,
         mca_fallbacks=model.fallbacks if cycles else 0, seconds=time.perf_counter() - t0,
-        functions_not_compiled=absent)
+        functions_not_compiled=absent, compiled_instructions=mapped - absent_instr)
 
 
 def _key(image: ElfImage, dis: Disassembly, start: int, end: int, blocks: dict) -> str:

@@ -16,10 +16,13 @@ from ..corpus import CorpusEntry
 # An IR2Vec vocabulary for every rollout that names none (LLVM 22): the CLI's
 # --ir2vec-vocab sets it, so worker processes see it too.
 IR2VEC_VOCAB_ENV = "MLOPT_IR2VEC_VOCAB"
+# The recorded run the trace objective (problem regalloc-trace) costs modules by: --reward-trace sets it.
+REWARD_TRACE_ENV = "MLOPT_REWARD_TRACE"
 
 _POLICIES: dict[tuple, object] = {}
 _CACHES: dict[int, object] = {}  # this worker's TextSizeCache per LLVM major
 _MODULES: dict[tuple, object] = {}  # modules this worker has loaded (checked by LLVM once)
+_TRACES: dict[tuple, object] = {}  # traces this worker has loaded
 
 
 @dataclass(frozen=True)
@@ -163,5 +166,48 @@ def _regalloc_rollout(task: RolloutTask) -> Rollout:
                    notes=module.notes + r.warnings, llvm_seconds=llvm_seconds, cost=r.score)
 
 
+def _reward_trace():
+    """The trace of $MLOPT_REWARD_TRACE, loaded once per worker (and file version)."""
+    from ..errors import TraceError
+
+    path = os.environ.get(REWARD_TRACE_ENV, "")
+    if not path:
+        raise TraceError(f"the trace objective needs a recorded run: pass --reward-trace TRACE (or set "
+                         f"${REWARD_TRACE_ENV})")
+    st = os.stat(path)
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _TRACES:
+        from ..reward import Trace
+
+        trace = Trace.load(path)
+        twins = [n for n in trace.functions if "#" in n]
+        if twins:
+            raise TraceError(f"{path}: {trace.program} has static functions of the same name in several modules "
+                             f"({twins[0]}): per-module estimates cannot tell them apart")
+        _TRACES.clear()
+        _TRACES[key] = trace
+    return _TRACES[key]
+
+
+def _trace_rollout(task: RolloutTask) -> Rollout:
+    """Register allocation with an eviction policy, code generated as the
+    trace reward needs it, costed by the recorded run: cost = the
+    instructions the traced run executes in this module's functions
+    (:func:`mlopt.reward.estimate_objects`, no link and no run)."""
+    from ..compiler.allocate import allocate, regalloc_llvm
+    from ..reward import estimate_objects
+
+    trace = _reward_trace()
+    module = _module(task.entry, regalloc_llvm(task.llvm))
+    policy = _rollout_policy(task, "")
+    start = time.perf_counter()
+    r = allocate(module, policy, log=task.log, keep_object=True, traceable=True)
+    e = estimate_objects(trace, [(task.entry.name, r.object)], cycles=False)
+    llvm_seconds = time.perf_counter() - start
+    return Rollout(task.entry.name, r.text_size, r.questions, 0, 0, r.log_bytes if task.log else b"",
+                   notes=module.notes + r.warnings, llvm_seconds=llvm_seconds, cost=float(e.compiled_instructions))
+
+
 # Problem.objective -> the rollout that measures it
-_OBJECTIVES = {"text_size": _size_rollout, "regalloc_score": _regalloc_rollout}
+_OBJECTIVES = {"text_size": _size_rollout, "regalloc_score": _regalloc_rollout,
+               "trace_instructions": _trace_rollout}
