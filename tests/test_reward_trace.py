@@ -354,3 +354,16 @@ def test_the_trace_objective_costs_a_corpus_module_as_its_clang_build_runs(progs
     random = run_rollout(RolloutTask(entry, str(progs["dir"] / "evict.so"), problem="regalloc-trace", llvm=19))
     assert random.cost == estimate(trace, progs["random"], cycles=False).compiled_instructions
     assert random.cost != default.cost and random.decisions > 0
+
+
+def test_training_on_the_trace_objective_without_a_trace_is_a_usage_error(tmp_path, capsys):
+    from mlopt.policy import Vocab
+    from mlopt.problems import load_weights, regalloc
+
+    vocab = Vocab({f: np.array([0.0]) for f in regalloc.FEATURES}, regalloc.FEATURES)
+    regalloc.EvictionPolicy.random(vocab, hidden=(4,), seed=0).save(tmp_path / "bc.npz")
+    assert load_weights(tmp_path / "bc.npz", "regalloc-trace").problem.name == "regalloc-trace"  # starts_from
+    assert main(["train", "es", str(tmp_path), "--init", str(tmp_path / "bc.npz"), "--problem", "regalloc-trace",
+                 "-o", str(tmp_path / "run")]) == 2
+    assert "--reward-trace TRACE" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

@@ -88,6 +88,7 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe) -> int:
 
     init, policy = _load_init(args)
     problem = policy.problem
+    _check_objective_inputs(problem, args)
     out = Path(args.output)
     run = open_run_dir(args)
     if run.resumed and not (out / "checkpoint.npz").exists():
@@ -199,6 +200,15 @@ def _baselines(corpora: list[str], pool, quiet: bool) -> tuple[dict[str, int], l
     return baseline, traces
 
 
+def _check_objective_inputs(problem, args) -> None:
+    """What the problem's objective needs, named before any work starts."""
+    from ._common import UsageError
+
+    if problem.objective == "trace_instructions" and not getattr(args, "reward_trace", None):
+        raise UsageError(f"problem {problem.name} is costed by a recorded run: pass --reward-trace TRACE "
+                         "(mlopt reward trace -o TRACE -- PROGRAM ARGS...)")
+
+
 def _load_init(args):
     """(path, policy) of --init, with the problem it was trained for (which
     --problem, when given, must be)."""
@@ -223,6 +233,7 @@ def cmd_train_search(args) -> int:
 
     init, policy = _load_init(args)
     problem = policy.problem
+    _check_objective_inputs(problem, args)
     out = Path(args.output)
     run = open_run_dir(args, resumable=False)
     cfg = SearchConfig(evaluations_per_module=args.evaluations, batch=args.batch, max_flips=args.max_flips,
