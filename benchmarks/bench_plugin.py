@@ -9,7 +9,7 @@ sums over modules.
   stock        stock opt-19
   plugin       plugin loaded, no model/log: stock heuristic and pipeline
   ml-advisor   the ML advisor (feature extraction) + heuristic decisions, with
-               mlopt's feature upkeep (the default on LLVM 19)
+               mlopt's feature upkeep (the default on LLVM 19 and 22)
   ml-advisor-llvm  the same with LLVM's upkeep (-mlopt-inline-features=llvm)
   log          + development-mode training log of every decision
   tflite       .tflite policy (random MLP over a real vocab) through LiteRT

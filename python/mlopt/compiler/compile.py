@@ -296,7 +296,7 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     embeddings needs it; one trained without runs with or without it.
 
     ``feature_upkeep``: who keeps the inliner's features up to date after
-    each inlining: ``"mlopt"`` (mlopt's upkeep, LLVM 19 without
+    each inlining: ``"mlopt"`` (mlopt's upkeep, LLVM 19 and 22 without
     ``ir2vec_vocab``; LLVM's elsewhere) or ``"llvm"`` (LLVM's
     ``MLInlineAdvisor``, which recomputes the caller's dominator tree and
     loop info after every inlining). The features, decisions, logs and

@@ -72,7 +72,7 @@ struct CompileOptions {
   /// an unreadable vocabulary throws IR2VecVocabError, LLVM 19 too).
   std::string IR2VecVocab;
   /// Who keeps the inliner's features up to date after each inlining: mlopt
-  /// (where implemented: LLVM 19 without IR2Vec) or LLVM; the same values
+  /// (where implemented: LLVM 19 and 22 without IR2Vec) or LLVM; the same values
   /// (InlineAdvisorFactory.h).
   InlineFeatures Features = InlineFeatures::Mlopt;
   /// Register allocation through mlopt's eviction advisor (builds with

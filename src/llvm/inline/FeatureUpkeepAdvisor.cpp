@@ -2,8 +2,9 @@
 
 #include "llvm/Support/CommandLine.h"
 
-#if LLVM_VERSION_MAJOR == 19
+#if MLOPT_HAVE_FEATURE_UPKEEP
 #include "LLVMOption.h"
+#include "LLVMVersion.h"
 
 #include "llvm/ADT/SCCIterator.h"
 #include "llvm/Analysis/AssumptionCache.h"
@@ -32,19 +33,20 @@ bool llvmOptionGiven(const char *Name) {
 } // namespace
 
 std::string featureUpkeepUnusableReason() {
-#if LLVM_VERSION_MAJOR != 19
-  return "mlopt's feature upkeep is implemented for LLVM 19 only";
+#if !MLOPT_HAVE_FEATURE_UPKEEP
+  return "mlopt's feature upkeep is implemented for LLVM 19 and 22";
 #else
   // MLInlineAdvisor behaviour that mlopt's upkeep does not reproduce.
   for (const char *Name : {"ml-inliner-skip-policy", "inliner-interactive-channel-base",
-                           "inliner-interactive-include-default", "ml-advisor-keep-fpi-cache"})
+                           "inliner-interactive-include-default", "ml-advisor-keep-fpi-cache",
+                           "ml-inliner-stop-immediately", "ml-inliner-model-selector"})
     if (llvmOptionGiven(Name))
       return std::string("LLVM's -") + Name + " was given";
   return "";
 #endif
 }
 
-#if LLVM_VERSION_MAJOR == 19
+#if MLOPT_HAVE_FEATURE_UPKEEP
 
 #define DEBUG_TYPE "inline-ml"
 
@@ -338,8 +340,9 @@ FeatureUpkeepAdvice::FeatureUpkeepAdvice(FeatureUpkeepAdvisor *Advisor, CallBase
 void FeatureUpkeepAdvice::reportContextForRemark(DiagnosticInfoOptimizationBase &OR) {
   using namespace ore;
   OR << NV("Callee", Callee->getName());
-  for (size_t I = 0; I < NumberOfFeatures; ++I)
-    OR << NV(FeatureMap[I].name(), *getAdvisor()->getModelRunner().getTensor<int64_t>(I));
+  const std::vector<TensorSpec> &Features = inlinerFeatures();
+  for (size_t I = 0; I < Features.size(); ++I)
+    OR << NV(Features[I].name(), *getAdvisor()->getModelRunner().getTensor<int64_t>(I));
   OR << NV("ShouldInline", isInliningRecommended());
 }
 

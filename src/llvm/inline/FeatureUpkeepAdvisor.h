@@ -45,7 +45,10 @@ namespace mlopt {
 /// "" when it can.
 std::string featureUpkeepUnusableReason();
 
-#if LLVM_VERSION_MAJOR == 19
+/// The LLVM majors whose MLInlineAdvisor mlopt's upkeep reproduces.
+#define MLOPT_HAVE_FEATURE_UPKEEP (LLVM_VERSION_MAJOR == 19 || LLVM_VERSION_MAJOR == 22)
+
+#if MLOPT_HAVE_FEATURE_UPKEEP
 
 class FeatureUpkeepAdvice;
 

@@ -32,7 +32,7 @@ InlineAdvisor *makeInlineAdvisor(Module &M, FunctionAnalysisManager &FAM,
     auto Default = [&FAM, Params](CallBase &CB) {
       return heuristicInlineDecision(CB, FAM, Params);
     };
-#if LLVM_VERSION_MAJOR == 19
+#if MLOPT_HAVE_FEATURE_UPKEEP
     if (Features == InlineFeatures::Mlopt && !IR2Vec && featureUpkeepUnusableReason().empty())
       return new MLoptUpkeepInlineAdvisor(M, MAM, MakeRunner, Default, LogFor, Sites);
 #else

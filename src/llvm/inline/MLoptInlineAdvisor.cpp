@@ -192,7 +192,7 @@ MLoptInlineAdvisorT<AdvisorBase, AdviceBase>::getAdviceFromModel(CallBase &CB,
 }
 
 template class MLoptInlineAdvisorT<MLInlineAdvisor, MLInlineAdvice>;
-#if LLVM_VERSION_MAJOR == 19
+#if MLOPT_HAVE_FEATURE_UPKEEP
 template class MLoptInlineAdvisorT<FeatureUpkeepAdvisor, FeatureUpkeepAdvice>;
 #endif
 

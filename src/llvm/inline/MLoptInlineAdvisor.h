@@ -87,7 +87,7 @@ private:
 
 /// Over LLVM's MLInlineAdvisor (LLVM's feature upkeep).
 using MLoptInlineAdvisor = MLoptInlineAdvisorT<llvm::MLInlineAdvisor, llvm::MLInlineAdvice>;
-#if LLVM_VERSION_MAJOR == 19
+#if MLOPT_HAVE_FEATURE_UPKEEP
 /// Over FeatureUpkeepAdvisor (mlopt's feature upkeep).
 using MLoptUpkeepInlineAdvisor = MLoptInlineAdvisorT<FeatureUpkeepAdvisor, FeatureUpkeepAdvice>;
 #endif

@@ -136,7 +136,7 @@ cl::opt<mlopt::InlineFeatures> InlineFeatures(
     cl::desc("mlopt: who keeps the inliner's 38 features up to date after each inlining "
              "(the values are the same)"),
     cl::values(clEnumValN(mlopt::InlineFeatures::Mlopt, "mlopt",
-                          "mlopt's upkeep (LLVM 19 without IR2Vec; LLVM's otherwise)"),
+                          "mlopt's upkeep (LLVM 19 and 22 without IR2Vec; LLVM's otherwise)"),
                clEnumValN(mlopt::InlineFeatures::LLVM, "llvm",
                           "LLVM's MLInlineAdvisor (recomputes the caller's dominator tree and "
                           "loop info after every inlining)")));
