@@ -19,9 +19,9 @@ rounds (user + sys CPU seconds of the compiler process):
   log-llvm     the plugin writing a training log (heuristic decisions), LLVM's upkeep
   log-mlopt    the same with mlopt's upkeep
 
-With --measure instructions each compile runs once under valgrind's
-callgrind instead (user-mode instructions of the compiler: deterministic,
-so a shared machine does not disturb them; ~50x slower). --configs picks a
+With --measure instructions each compile runs once under valgrind
+(exp-bbv) instead (user-mode instructions of the compiler: deterministic,
+so a shared machine does not disturb them; ~35x slower; --jobs N). --configs picks a
 subset of the configurations.
 
 In the first round every plugin configuration's object is compared with
@@ -37,6 +37,7 @@ Run:  python3 benchmarks/bench_feature_upkeep.py [--llvm 19] [--reps 3] [--limit
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import re
 import resource
@@ -95,13 +96,17 @@ def heuristic_decisions(cmds, llvm: int, out: Path) -> list[Path]:
 
 
 def instructions(cmd: list[str], cwd: str) -> float:
-    """Instructions the command (and its children) executed, counted by callgrind."""
+    """Instructions the command (and its children) executed, counted by
+    valgrind's exp-bbv tool (deterministic; a rep-prefixed string
+    instruction counts once; ~35x slower than native, callgrind ~50x)."""
     with tempfile.TemporaryDirectory() as d:
-        r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/cg.%p", "--trace-children=yes",
-                            *cmd], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if r.returncode != 0:
+        r = subprocess.run(["valgrind", "--tool=exp-bbv", f"--bb-out-file={d}/bb.%p", "--interval-size=2000000000",
+                            "--trace-children=yes", *cmd],
+                           cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        counts = re.findall(r"Total instructions: (\d+)", r.stderr)
+        if r.returncode != 0 or not counts:
             raise RuntimeError(f"{' '.join(cmd)} failed under valgrind: {r.stderr[-500:]}")
-        return float(sum(int(n) for n in re.findall(r"Collected : (\d+)", r.stderr)))
+        return float(sum(int(n) for n in counts))
 
 
 def cpu_seconds(cmd: list[str], cwd: str) -> float:
@@ -118,11 +123,15 @@ def main() -> int:
     ap.add_argument("--packages", help="comma-separated subset of the default corpus' packages")
     ap.add_argument("--llvm", type=int, default=19, choices=(19, 22), help="the clang-N and plugin to measure")
     ap.add_argument("--measure", choices=("cpu", "instructions"), default="cpu",
-                    help="CPU seconds (best of --reps) or callgrind's instruction count (one run)")
+                    help="CPU seconds (best of --reps) or valgrind's instruction count (one run)")
     ap.add_argument("--configs", help="comma-separated subset of the configurations (stock is always measured)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="with --measure instructions: modules measured at once (counts do not depend on load)")
     args = ap.parse_args()
     if args.measure == "instructions":
         args.reps = 1
+    elif args.jobs != 1:
+        ap.error("--jobs needs --measure instructions (CPU times of concurrent compiles disturb each other)")
 
     work = Path(tempfile.mkdtemp(prefix="mlopt-bench-upkeep-"))
     cmds = commands(args.packages.split(",") if args.packages else None, work, args.llvm)[:args.limit]
@@ -153,24 +162,31 @@ def main() -> int:
         langs["c++" if cmd[0].startswith("clang++") else "c"] += 1
     print(f"LLVM {args.llvm} ({cmds[0][1][0]}); corpus: {len(cmds)} sources ({langs['c']} C, {langs['c++']} C++); "
           f"configurations: {', '.join(names)}; {args.reps} interleaved rounds, best per module; "
-          + ("CPU s of the compiler (user + sys)" if args.measure == "cpu" else "instructions (callgrind)")
+          + ("CPU s of the compiler (user + sys)" if args.measure == "cpu" else "instructions (valgrind exp-bbv)")
           + f"; load average at start {os.getloadavg()[0]:.2f}")
     best = {n: np.full(len(cmds), np.inf) for n in names}
     differ: dict[str, list[str]] = {n: [] for n in names}
     start = time.time()
+    def measure_module(rep: int, i: int) -> None:
+        name, cmd, cwd = cmds[i]
+        order = names[(i + rep) % len(names):] + names[:(i + rep) % len(names)]
+        objects = {}
+        for n in order:
+            out = str(work / f"{n}-{i}.o") if rep == 0 else os.devnull
+            c = [cmd[0], *configs[n](i), *cmd[1:], "-o", out]
+            best[n][i] = min(best[n][i], measure(c, cwd))
+            if rep == 0:
+                objects[n] = Path(out).read_bytes()
+                os.unlink(out)
+        for n in objects:
+            if objects[n] != objects["stock"]:
+                differ[n].append(name)
+
     for rep in range(args.reps):
-        for i, (name, cmd, cwd) in enumerate(cmds):
-            order = names[(i + rep) % len(names):] + names[:(i + rep) % len(names)]
-            objects = {}
-            for n in order:
-                out = str(work / f"{n}.o") if rep == 0 else os.devnull
-                c = [cmd[0], *configs[n](i), *cmd[1:], "-o", out]
-                best[n][i] = min(best[n][i], measure(c, cwd))
-                if rep == 0:
-                    objects[n] = Path(out).read_bytes()
-            for n in objects:
-                if objects[n] != objects["stock"]:
-                    differ[n].append(name)
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            for k, _ in enumerate(pool.map(measure_module, [rep] * len(cmds), range(len(cmds)))):
+                if args.measure == "instructions" and (k + 1) % 10 == 0:
+                    print(f"  {k + 1}/{len(cmds)} modules ({time.time() - start:.0f} s)", file=sys.stderr)
         print(f"  round {rep + 1}/{args.reps} done ({time.time() - start:.0f} s)", file=sys.stderr)
 
     stock = best["stock"]
