@@ -14,11 +14,16 @@ on every module of the default corpus (``mlopt corpus fetch``: C and C++).
               policy (what ml-compiler-opt runs per module; the same work as in-process, so
               its sizes must equal in-process sizes exactly)
   in-process: mlopt.rollouts.run_rollouts on a LocalPool (1 and --workers processes),
-              without and with the TextSizeCache (repeated decisions skip code generation)
+              without and with the TextSizeCache: "module" (repeated decisions skip code
+              generation) and per function (also, only functions whose optimized IR is
+              new are generated; the default)
 
 Every configuration's sizes are checked against the uncached in-process run.
-Prints evaluations/s, the ratio to the naive pipeline, the share of worker
-time spent inside the engine (LLVM + policy), and the cache hit rate.
+Prints wall seconds, CPU seconds of all processes doing the work (the
+compilers, or the pool's workers: rusage of the reaped children, so other
+load on the machine changes them little), evaluations/s, the ratio to the
+naive pipeline's CPU seconds ("per core"), the share of worker time spent
+inside the engine (LLVM + policy), and the cache hit rate.
 
     python3 benchmarks/bench_rollouts.py [--perturbations 3] [--sigma 0.02] [--limit N]
 """
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -83,6 +89,12 @@ def naive(entries, policy: Path, work: Path, workers: int) -> list[int]:
     return out
 
 
+def children_cpu() -> float:
+    """User + system CPU seconds of this process's reaped children."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def clang_cc1(entries, policy: Path, work: Path, workers: int) -> list[int]:
     from mlopt.evaluation import clang_text_sizes
 
@@ -95,6 +107,7 @@ def main() -> int:
     ap.add_argument("--sigma", type=float, default=0.02)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--skip-one-worker", action="store_true", help="leave out the 1-worker uncached run")
     args = ap.parse_args()
 
     corpus = fetch_corpus().output
@@ -107,16 +120,18 @@ def main() -> int:
     evals = len(entries) * len(pols)
 
     rows = []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     naive_sizes = [naive(entries, p, work, args.workers) for p in pols]
-    t_naive = time.perf_counter() - start
-    rows.append(("naive opt+llc", args.workers, t_naive, None, None))
-    start = time.perf_counter()
+    t_naive, cpu_naive = time.perf_counter() - start, children_cpu() - cpu
+    rows.append(("naive opt+llc", args.workers, t_naive, cpu_naive, None, None))
+    start, cpu = time.perf_counter(), children_cpu()
     cc1_sizes = [clang_cc1(entries, p, work, args.workers) for p in pols]
-    rows.append(("clang -cc1 + plugin", args.workers, time.perf_counter() - start, None, None))
+    rows.append(("clang -cc1 + plugin", args.workers, time.perf_counter() - start, children_cpu() - cpu, None, None))
 
     reference = None
-    for workers, cache in ((1, False), (args.workers, False), (args.workers, True)):
+    configs = [(1, False), (args.workers, False), (args.workers, "module"), (args.workers, True)]
+    for workers, cache in configs[1:] if args.skip_one_worker else configs:
+        cpu = children_cpu()
         with LocalPool(workers) as pool:
             run_rollouts([RolloutTask(entries[0], str(pols[0]), cache=False)], pool=pool, quiet=True)  # warm up
             start = time.perf_counter()
@@ -131,20 +146,23 @@ def main() -> int:
                 task += sum(r.seconds for r in results)
                 hits += sum(r.value.cache_hit for r in results)
             elapsed = time.perf_counter() - start
+        cpu = children_cpu() - cpu  # the pool's workers, reaped when it closed
         if reference is None:
             reference = sizes
         assert sizes == reference, "cached sizes differ from uncached ones"
-        rows.append((f"in-process{' +cache' if cache else ''}", workers, elapsed, llvm / task, hits / evals))
+        name = {False: "in-process", "module": "in-process +cache (module)", True: "in-process +cache"}[cache]
+        rows.append((name, workers, elapsed, cpu, llvm / task, hits / evals))
 
     assert cc1_sizes == reference, "stock clang -cc1 + plugin sizes differ from in-process sizes"
     # opt's default<Oz> and the corpus' clang pipeline differ (SLP): sizes differ by design; report it.
     same = sum(a == b for pa, pb in zip(naive_sizes, reference) for a, b in zip(pa, pb))
     print(f"\n{evals} module evaluations per configuration; naive sizes equal in-process on {same}/{evals} "
           "(in-process compiles as each module's .cmd says, the naive pipeline as opt's default<Oz>)")
-    print(f"{'configuration':<20}{'workers':>8}{'seconds':>9}{'evals/s':>9}{'vs naive':>9}{'in engine':>10}"
-          f"{'cache hits':>11}")
-    for name, w, t, share, hit in rows:
-        print(f"{name:<20}{w:>8}{t:>9.1f}{evals / t:>9.1f}{t_naive / t:>9.2f}"
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    print(f"{'configuration':<28}{'workers':>8}{'wall s':>8}{'CPU s':>8}{'evals/s':>9}{'vs naive (CPU)':>15}"
+          f"{'in engine':>10}{'cache hits':>11}")
+    for name, w, t, c, share, hit in rows:
+        print(f"{name:<28}{w:>8}{t:>8.1f}{c:>8.1f}{evals / t:>9.1f}{cpu_naive / c:>15.2f}"
               f"{'' if share is None else f'{100 * share:.1f}%':>10}{'' if hit is None else f'{100 * hit:.0f}%':>11}")
     return 0
 

@@ -73,11 +73,29 @@ class TextSizeCache:
     compile options, the inliner's decision sequence), 128-bit hashed. LLVM
     is deterministic, so a compile that repeats an earlier one's decisions
     has the same code: with this cache it skips code generation. Thread-safe;
-    at most ``capacity`` entries (oldest dropped first)."""
+    at most ``capacity`` entries (oldest dropped first).
 
-    def __init__(self, capacity: int = 1 << 20, llvm: int | str | None = None):
+    ``per_function`` (default): a compile that makes new decisions still
+    reuses machine code per function -- only functions whose optimized IR
+    is new are generated (the others become stubs of their known size, so
+    the layout and the ``.text`` size are exactly the full compile's).
+    ``functions_reused`` / ``functions_compiled`` count them."""
+
+    def __init__(self, capacity: int = 1 << 20, llvm: int | str | None = None, per_function: bool = True):
         self.llvm = resolve_llvm(llvm)  # the compiles it serves: modules of this LLVM major
-        self._cache = engine(self.llvm).TextSizeCache(capacity)
+        self._cache = engine(self.llvm).TextSizeCache(capacity, per_function)
+
+    @property
+    def per_function(self) -> bool:
+        return self._cache.per_function
+
+    @property
+    def functions_reused(self) -> int:
+        return self._cache.functions_reused
+
+    @property
+    def functions_compiled(self) -> int:
+        return self._cache.functions_compiled
 
     @property
     def hits(self) -> int:

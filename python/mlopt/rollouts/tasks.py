@@ -20,7 +20,7 @@ IR2VEC_VOCAB_ENV = "MLOPT_IR2VEC_VOCAB"
 REWARD_TRACE_ENV = "MLOPT_REWARD_TRACE"
 
 _POLICIES: dict[tuple, object] = {}
-_CACHES: dict[int, object] = {}  # this worker's TextSizeCache per LLVM major
+_CACHES: dict[tuple, object] = {}  # this worker's TextSizeCache per (LLVM major, per function)
 _MODULES: dict[tuple, object] = {}  # modules this worker has loaded (checked by LLVM once)
 _TRACES: dict[tuple, object] = {}  # traces this worker has loaded
 
@@ -31,7 +31,9 @@ class RolloutTask:
     policy: str | None = None  # a policy path (None: LLVM's heuristic)
     log: bool = False
     call_sites: bool = False
-    cache: bool = True  # skip code generation when the decisions repeat an earlier compile's
+    # Skip code generation when the decisions repeat an earlier compile's, and generate only the
+    # functions whose optimized IR is new otherwise (TextSizeCache); "module": the first only.
+    cache: bool | str = True
     forced: str | None = None  # '0'/'1': the first decisions, whatever the policy says (local search)
     decisions: bool = False  # return the decisions made (Rollout.policy_decisions)
     llvm: int | None = None  # the LLVM major that compiles it (None: the worker's default)
@@ -104,12 +106,13 @@ def _rollout_policy(task: RolloutTask, vocab: str):
     return sampled_policy(_POLICIES[key], task.sample_seed, task.temperature)
 
 
-def _cache(llvm: int):
-    if llvm not in _CACHES:
+def _cache(llvm: int, kind: bool | str):
+    per_function = kind != "module"
+    if (llvm, per_function) not in _CACHES:
         from ..compiler import TextSizeCache
 
-        _CACHES[llvm] = TextSizeCache(llvm=llvm)
-    return _CACHES[llvm]
+        _CACHES[llvm, per_function] = TextSizeCache(llvm=llvm, per_function=per_function)
+    return _CACHES[llvm, per_function]
 
 
 def _module(entry: CorpusEntry, llvm: int | None):
@@ -141,8 +144,9 @@ def _size_rollout(task: RolloutTask) -> Rollout:
     vocab = ir2vec_vocab_of(task)
     policy = _rollout_policy(task, vocab)
     start = time.perf_counter()
-    r = compile(module, policy, log=True, call_sites=task.call_sites, cache=_cache(module.llvm) if task.cache else None,
-                forced_decisions=task.forced, ir2vec_vocab=vocab or None)
+    cache = _cache(module.llvm, task.cache) if task.cache else None
+    r = compile(module, policy, log=True, call_sites=task.call_sites, cache=cache, forced_decisions=task.forced,
+                ir2vec_vocab=vocab or None)
     llvm_seconds = time.perf_counter() - start
     return Rollout(task.entry.name, r.text_size, int(len(r.decisions)), int(r.decisions.sum()),
                    int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,

@@ -2,6 +2,7 @@
 #include "IR2VecVocabulary.h"
 #include "InlineAdvisorFactory.h"
 #include "MLoptInlineAdvisor.h"
+#include "FunctionCodeReuse.h"
 #include "ObjectTextSize.h"
 #include "TextSizeCache.h"
 #include "ToolSetup.h"
@@ -144,9 +145,18 @@ LoadedModule loadModule(const std::string &Bytes, const std::string &Name) {
   return Loaded;
 }
 
-CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
-                            const CompileOptions &Options, const RunnerFactory &MakeRunner) {
-  initializeTargets();
+/// What the options change in code generation, for FunctionCodeReuse keys.
+static std::string codegenOptionsText(const CompileOptions &Options) {
+  return std::to_string(Options.CodeGenLevel) + " " + Options.RelocModel + " " +
+         Options.TargetTriple;
+}
+
+/// One compile; with Stubs, functions the cache knows are not generated
+/// again (FunctionCodeReuse.h). Empty when a stub did not keep its size:
+/// the caller compiles again without stubs.
+static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, const std::string &Name,
+                                                const CompileOptions &Options,
+                                                const RunnerFactory &MakeRunner, bool Stubs) {
   if (Options.Regalloc) {
 #ifdef MLOPT_HAVE_REGALLOC
     installEvictionAdvisor(engineEvictionSession);
@@ -241,6 +251,9 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
     std::unique_ptr<TargetMachine> TM =
         createCodeGenTargetMachine(*M, Options.CodeGenLevel, Options.RelocModel);
     M->setDataLayout(TM->createDataLayout());
+    std::optional<ReusePlan> Reuse;
+    if (CacheKey && Options.Cache->perFunction())
+      Reuse = planReuse(*M, *TM, codegenOptionsText(Options), Options.Cache->functions(), Stubs);
     TargetLibraryInfoImpl TLII(Triple(M->getTargetTriple()));
     SmallVector<char, 0> Buffer;
     raw_svector_ostream OS(Buffer);
@@ -274,6 +287,12 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
     if (!Diags.Errors.empty())
       throwDiagnostics(Name, Diags.Errors);
     StringRef Object(Buffer.data(), Buffer.size());
+    if (Reuse) {
+      if (!learnFromObject(Object, *Reuse, *TM, Options.Cache->functions()))
+        return std::nullopt;
+      Options.Cache->functions().count(Reuse->stubs(), Reuse->Functions.size() - Reuse->stubs(),
+                                        /*Redone=*/!Stubs);
+    }
     Out.TextSize = objectTextSize(Object, Name);
     if (CacheKey)
       Options.Cache->insert(*CacheKey, Out.TextSize);
@@ -282,6 +301,15 @@ CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
   }
   Out.Warnings = std::move(Diags.Warnings);
   return Out;
+}
+
+CompileOutput compileModule(const std::string &Bitcode, const std::string &Name,
+                            const CompileOptions &Options, const RunnerFactory &MakeRunner) {
+  initializeTargets();
+  if (std::optional<CompileOutput> Out =
+          compileOnce(Bitcode, Name, Options, MakeRunner, /*Stubs=*/true))
+    return std::move(*Out);
+  return std::move(*compileOnce(Bitcode, Name, Options, MakeRunner, /*Stubs=*/false));
 }
 
 } // namespace mlopt

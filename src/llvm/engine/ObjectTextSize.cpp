@@ -8,7 +8,7 @@ using namespace llvm;
 
 namespace mlopt {
 
-static bool isTextSection(StringRef Name) {
+bool isTextSectionName(StringRef Name) {
   return Name == ".text" || Name.starts_with(".text.") || Name.starts_with(".text$") ||
          Name == "__text";
 }
@@ -25,7 +25,7 @@ uint64_t objectTextSize(StringRef Object, const std::string &Name) {
       consumeError(SectionName.takeError());
       continue;
     }
-    if (isTextSection(*SectionName))
+    if (isTextSectionName(*SectionName))
       Size += Section.getSize();
   }
   return Size;

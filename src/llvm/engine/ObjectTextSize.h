@@ -19,6 +19,9 @@ namespace mlopt {
 
 uint64_t objectTextSize(llvm::StringRef Object, const std::string &Name);
 
+/// Whether a section of that name counts as executable code (see above).
+bool isTextSectionName(llvm::StringRef Name);
+
 } // namespace mlopt
 
 #endif

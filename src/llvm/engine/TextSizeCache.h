@@ -7,9 +7,15 @@
 // code generation can be skipped. Thread-safe; holds at most Capacity
 // entries (the oldest are dropped first). hits()/misses() count lookups.
 //
+// With PerFunction, a compile that misses also reuses machine code per
+// function (FunctionCodeReuse.h): only functions whose optimized IR is new
+// are generated, and the size is still the full compile's.
+//
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_TEXTSIZECACHE_H
 #define MLOPT_LLVM_TEXTSIZECACHE_H
+
+#include "FunctionCodeReuse.h"
 
 #include <cstdint>
 #include <deque>
@@ -27,7 +33,8 @@ class TextSizeCache {
 public:
   using Key = std::pair<uint64_t, uint64_t>;
 
-  explicit TextSizeCache(size_t Capacity = 1 << 20) : Capacity(Capacity) {}
+  explicit TextSizeCache(size_t Capacity = 1 << 20, bool PerFunction = true)
+      : Capacity(Capacity), PerFunction(PerFunction) {}
 
   static Key key(const std::string &Bitcode, const CompileOptions &Options,
                  const std::string &Decisions);
@@ -39,8 +46,13 @@ public:
   uint64_t hits() const;
   uint64_t misses() const;
 
+  bool perFunction() const { return PerFunction; }
+  FunctionCodeCache &functions() { return Functions; }
+
 private:
   size_t Capacity;
+  bool PerFunction;
+  FunctionCodeCache Functions;
   mutable std::mutex Lock;
   std::map<Key, uint64_t> Sizes;
   std::deque<Key> Order;

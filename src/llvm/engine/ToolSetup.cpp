@@ -36,6 +36,7 @@ void initializeTargets() {
     InitializeAllTargetMCs();
     InitializeAllAsmPrinters();
     InitializeAllAsmParsers();
+    InitializeAllDisassemblers(); // FunctionCodeReuse reads the objects' branches
   });
 }
 
