@@ -96,12 +96,12 @@ size_t tokenLength(StringRef Line, size_t Pos) {
 /// The printed module, cut into what a function's key resolves.
 struct ModuleText {
   std::string Text;
-  std::map<StringRef, StringRef> AttributeGroups; // "N" -> "{ ... }"
-  std::map<StringRef, StringRef> Metadata;        // "N" -> the node after "= "
-  std::map<StringRef, StringRef> Globals;         // "@x" -> its line (variables, aliases)
-  std::map<StringRef, StringRef> FunctionHeaders; // "@f" -> its declare / define line
-  std::map<StringRef, StringRef> Types;           // "%T" -> its line
-  std::map<StringRef, StringRef> Comdats;         // "$c" -> its line
+  std::map<StringRef, StringRef> AttributeGroups;   // "N" -> "{ ... }"
+  std::map<StringRef, StringRef> Metadata;          // "N" -> the node after "= "
+  std::map<StringRef, StringRef> Globals;           // "@x" -> its line (variables, aliases)
+  std::map<StringRef, StringRef> FunctionHeaders;   // "@f" -> its declare / define line
+  std::map<StringRef, StringRef> Types;             // "%T" -> its line
+  std::map<StringRef, StringRef> Comdats;           // "$c" -> its line
   std::vector<std::pair<size_t, size_t>> Functions; // per Function: its lines [first, last]
   std::vector<StringRef> Lines;
   std::vector<StringRef> ContextLines; // target, named metadata
@@ -352,8 +352,8 @@ bool isPadding(ArrayRef<uint8_t> Bytes) {
   if (Bytes.size() >= 16)
     return false;
   for (uint8_t B : Bytes) // x86 NOPs of every length, int3, zeros
-    if (B != 0x90 && B != 0x66 && B != 0x0f && B != 0x1f && B != 0x00 && B != 0x40 &&
-        B != 0x44 && B != 0x80 && B != 0x84 && B != 0x2e && B != 0xcc)
+    if (B != 0x90 && B != 0x66 && B != 0x0f && B != 0x1f && B != 0x00 && B != 0x40 && B != 0x44 &&
+        B != 0x80 && B != 0x84 && B != 0x2e && B != 0xcc)
       return false;
   return true;
 }

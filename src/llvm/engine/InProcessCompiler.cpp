@@ -1,8 +1,8 @@
 #include "InProcessCompiler.h"
+#include "FunctionCodeReuse.h"
 #include "IR2VecVocabulary.h"
 #include "InlineAdvisorFactory.h"
 #include "MLoptInlineAdvisor.h"
-#include "FunctionCodeReuse.h"
 #include "ObjectTextSize.h"
 #include "TextSizeCache.h"
 #include "ToolSetup.h"
@@ -291,7 +291,7 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
       if (!learnFromObject(Object, *Reuse, *TM, Options.Cache->functions()))
         return std::nullopt;
       Options.Cache->functions().count(Reuse->stubs(), Reuse->Functions.size() - Reuse->stubs(),
-                                        /*Redone=*/!Stubs);
+                                       /*Redone=*/!Stubs);
     }
     Out.TextSize = objectTextSize(Object, Name);
     if (CacheKey)
