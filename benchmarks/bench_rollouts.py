@@ -14,15 +14,17 @@ on every module of the default corpus (``mlopt corpus fetch``: C and C++).
               policy (what ml-compiler-opt runs per module; the same work as in-process, so
               its sizes must equal in-process sizes exactly)
   in-process: mlopt.rollouts.run_rollouts on a LocalPool (1 and --workers processes),
-              without and with the TextSizeCache: "module" (repeated decisions skip code
-              generation) and per function (also, only functions whose optimized IR is
-              new are generated; the default)
+              without and with the TextSizeCache, each level adding to the one before:
+              decision cache (repeated decisions skip code generation), per-function
+              codegen (only functions whose optimized IR is new are generated), trajectory
+              replay (a policy that reproduces a stored trajectory of the module on its
+              logged features is not compiled at all; the default)
 
 Every configuration's sizes are checked against the uncached in-process run.
 Prints wall seconds, CPU seconds of all processes doing the work (the
 compilers, or the pool's workers: rusage of the reaped children, so other
 load on the machine changes them little), evaluations/s, the ratio to the
-naive pipeline's CPU seconds ("per core"), the share of worker time spent
+naive pipeline's and to stock clang's CPU seconds ("per core"), the share of worker time spent
 inside the engine (LLVM + policy), and the cache hit rate.
 
     python3 benchmarks/bench_rollouts.py [--perturbations 3] [--sigma 0.02] [--limit N]
@@ -126,10 +128,12 @@ def main() -> int:
     rows.append(("naive opt+llc", args.workers, t_naive, cpu_naive, None, None))
     start, cpu = time.perf_counter(), children_cpu()
     cc1_sizes = [clang_cc1(entries, p, work, args.workers) for p in pols]
-    rows.append(("clang -cc1 + plugin", args.workers, time.perf_counter() - start, children_cpu() - cpu, None, None))
+    t_cc1, cpu_cc1 = time.perf_counter() - start, children_cpu() - cpu
+    rows.append(("clang -cc1 + plugin", args.workers, t_cc1, cpu_cc1, None, None))
 
     reference = None
-    configs = [(1, False), (args.workers, False), (args.workers, "module"), (args.workers, True)]
+    configs = [(1, False), (args.workers, False), (args.workers, "module"), (args.workers, "functions"),
+               (args.workers, True)]
     for workers, cache in configs[1:] if args.skip_one_worker else configs:
         cpu = children_cpu()
         with LocalPool(workers) as pool:
@@ -149,8 +153,12 @@ def main() -> int:
         cpu = children_cpu() - cpu  # the pool's workers, reaped when it closed
         if reference is None:
             reference = sizes
-        assert sizes == reference, "cached sizes differ from uncached ones"
-        name = {False: "in-process", "module": "in-process +cache (module)", True: "in-process +cache"}[cache]
+        wrong = [(k, entries[i].name, a, b) for k, (pa, pb) in enumerate(zip(sizes, reference))
+                 for i, (a, b) in enumerate(zip(pa, pb)) if a != b]
+        assert not wrong, f"cache {cache!r}: sizes differ from uncached ones (policy, module, cached, uncached): " \
+                          f"{wrong}"
+        name = {False: "in-process", "module": "+decision cache", "functions": "+per-function codegen",
+                True: "+trajectory replay"}[cache]
         rows.append((name, workers, elapsed, cpu, llvm / task, hits / evals))
 
     assert cc1_sizes == reference, "stock clang -cc1 + plugin sizes differ from in-process sizes"
@@ -160,9 +168,9 @@ def main() -> int:
           "(in-process compiles as each module's .cmd says, the naive pipeline as opt's default<Oz>)")
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     print(f"{'configuration':<28}{'workers':>8}{'wall s':>8}{'CPU s':>8}{'evals/s':>9}{'vs naive (CPU)':>15}"
-          f"{'in engine':>10}{'cache hits':>11}")
+          f"{'vs clang (CPU)':>15}{'in engine':>10}{'cache hits':>11}")
     for name, w, t, c, share, hit in rows:
-        print(f"{name:<28}{w:>8}{t:>8.1f}{c:>8.1f}{evals / t:>9.1f}{cpu_naive / c:>15.2f}"
+        print(f"{name:<28}{w:>8}{t:>8.1f}{c:>8.1f}{evals / t:>9.1f}{cpu_naive / c:>15.2f}{cpu_cc1 / c:>15.2f}"
               f"{'' if share is None else f'{100 * share:.1f}%':>10}{'' if hit is None else f'{100 * hit:.0f}%':>11}")
     return 0
 

@@ -127,3 +127,41 @@ def test_cpp_modules_with_comdat_sections(mini_corpus, tmp_path):
         for m, f in zip(mods, mlopt.compile_many(mods, p, log=False, threads=2)):
             assert mlopt.compile(m, p, log=False, cache=cache).text_size == f.text_size, m.name
     assert cache.functions_reused > 0
+
+
+def _aligned_asm_module(padding_stores: int) -> bytes:
+    """f holds an inline-asm `.p2align 5` (zstd's match loops do): the
+    padding, and so f's size, depend on where f starts, which h's size
+    decides."""
+    stores = "\n".join(f"  store volatile i32 {i}, ptr @sink, align 4" for i in range(padding_stores))
+    return f"""
+target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+target triple = "x86_64-pc-linux-gnu"
+
+@sink = global i32 0, align 4
+
+define void @h() #0 {{
+{stores}
+  ret void
+}}
+
+define void @f() #0 {{
+  store volatile i32 1, ptr @sink, align 4
+  call void asm sideeffect ".p2align 5", ""()
+  store volatile i32 2, ptr @sink, align 4
+  ret void
+}}
+
+attributes #0 = {{ minsize noinline nounwind optsize }}
+""".encode()
+
+
+def test_a_function_with_aligning_inline_asm_is_not_reused(llvm_tools):
+    llvm = llvm_tools["major"]
+    mods = [mlopt.Module(_aligned_asm_module(n), opt_level="Oz", reloc_model="static", llvm=llvm) for n in (1, 2)]
+    full = [mlopt.compile(m, log=False, keep_object=True) for m in mods]
+    # h grows by one 10-byte store; f's padding makes the modules differ by another amount.
+    assert full[1].text_size - full[0].text_size != 10, "f's padding should change with h's size"
+    cache = mlopt.compiler.TextSizeCache()
+    for m, f in zip(mods, full):
+        assert mlopt.compile(m, log=False, cache=cache).text_size == f.text_size

@@ -120,8 +120,9 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe) -> int:
             def done(m: dict) -> None:
                 val = m["validation_delta_percent"]
                 train_delta = m["train_delta_percent"]
+                extra = {"cached": f"{100 * m['cache_hit_share']:.0f}%"} if "cache_hit_share" in m else {}
                 bar.update(train="-" if train_delta is None else f"{train_delta:+.3f}%",
-                           val="-" if val is None else f"{val:+.3f}%", step=f"{m['update_norm']:.3g}")
+                           val="-" if val is None else f"{val:+.3f}%", step=f"{m['update_norm']:.3g}", **extra)
 
             final = trainer.run(on_iteration=done)
     best = out / "best" / "policy.npz"

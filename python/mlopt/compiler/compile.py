@@ -35,6 +35,7 @@ from ..policy import LoadedPolicy, MLPPolicy
 from ..problems import get as get_problem
 from ..problems import inlining
 from ..problems import load_policy as load_problem_policy
+from .replay import TrajectoryReplay, replayed
 
 PathLike = str | os.PathLike
 
@@ -79,11 +80,24 @@ class TextSizeCache:
     reuses machine code per function -- only functions whose optimized IR
     is new are generated (the others become stubs of their known size, so
     the layout and the ``.text`` size are exactly the full compile's).
-    ``functions_reused`` / ``functions_compiled`` count them."""
+    ``functions_reused`` / ``functions_compiled`` count them.
 
-    def __init__(self, capacity: int = 1 << 20, llvm: int | str | None = None, per_function: bool = True):
+    ``replay`` (default): a compile whose policy -- LLVM's heuristic or one
+    loaded by :func:`load_policy` -- makes, on the features an earlier
+    compile of the module logged, exactly that compile's decisions is not
+    compiled at all: the compiler would repeat that compile step for step
+    (:mod:`mlopt.compiler.replay`; an exact check by the policy's own
+    runner, not a prediction). ``replays`` counts them."""
+
+    def __init__(self, capacity: int = 1 << 20, llvm: int | str | None = None, per_function: bool = True,
+                 replay: bool = True):
         self.llvm = resolve_llvm(llvm)  # the compiles it serves: modules of this LLVM major
         self._cache = engine(self.llvm).TextSizeCache(capacity, per_function)
+        self.replay = TrajectoryReplay() if replay else None
+
+    @property
+    def replays(self) -> int:
+        return self.replay.replays if self.replay is not None else 0
 
     @property
     def per_function(self) -> bool:
@@ -322,9 +336,35 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     """
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab else ""
     features = _feature_upkeep(feature_upkeep)
+    if isinstance(policy, (str, os.PathLike)):
+        policy = load_policy(policy, ir2vec_vocab=vocab)
     pool, callback = _resolve_policy(policy, vocab)
-    return _compile(_as_module(module, llvm), pool, callback, pipeline, log, codegen, keep_object, call_sites, cache,
-                    _forced(forced_decisions), vocab, features)
+    module = _as_module(module, llvm)
+    forced = _forced(forced_decisions)
+    replay = getattr(cache, "replay", None) if codegen and not keep_object else None
+    if replay is None or not replay.replayable(policy):
+        return _compile(module, pool, callback, pipeline, log, codegen, keep_object, call_sites, cache, forced,
+                        vocab, features)
+    key = _replay_key(module, pipeline, vocab)
+    hit = replay.lookup(key, policy, forced, call_sites)
+    if hit is not None:
+        return replayed(hit, log, call_sites)
+    r = _compile(module, pool, callback, pipeline, True, codegen, keep_object, call_sites, cache, forced, vocab,
+                 features)
+    replay.add(key, r)
+    return replayed(r, log, call_sites, hit=False)
+
+
+def _replay_key(module: Module, pipeline: str | None, vocab: str) -> tuple:
+    """What a compile's trajectory depends on besides its decisions: the
+    module's bitcode and how it is compiled."""
+    digest = getattr(module, "_replay_digest", None)
+    if digest is None:
+        import hashlib
+
+        digest = module._replay_digest = hashlib.blake2b(module.bitcode, digest_size=16).digest()
+    return (digest, module.llvm, pipeline or module.default_pipeline(), module.opt_level, module.target,
+            module.reloc_model, module.loop_vectorize, module.slp_vectorize, vocab)
 
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,

@@ -31,8 +31,10 @@ class RolloutTask:
     policy: str | None = None  # a policy path (None: LLVM's heuristic)
     log: bool = False
     call_sites: bool = False
-    # Skip code generation when the decisions repeat an earlier compile's, and generate only the
-    # functions whose optimized IR is new otherwise (TextSizeCache); "module": the first only.
+    # The worker's TextSizeCache: skip the compile when the policy repeats an earlier trajectory of the
+    # module (replay), skip code generation when the decisions repeat an earlier compile's, and generate
+    # only the functions whose optimized IR is new otherwise; "functions": all but replay; "module": the
+    # decision-level cache alone; False: none.
     cache: bool | str = True
     forced: str | None = None  # '0'/'1': the first decisions, whatever the policy says (local search)
     decisions: bool = False  # return the decisions made (Rollout.policy_decisions)
@@ -106,13 +108,18 @@ def _rollout_policy(task: RolloutTask, vocab: str):
     return sampled_policy(_POLICIES[key], task.sample_seed, task.temperature)
 
 
+CACHE_KINDS = (True, "functions", "module")
+
+
 def _cache(llvm: int, kind: bool | str):
-    per_function = kind != "module"
-    if (llvm, per_function) not in _CACHES:
+    if kind not in CACHE_KINDS:
+        raise ValueError(f"RolloutTask.cache must be one of {CACHE_KINDS} or False, not {kind!r}")
+    if (llvm, kind) not in _CACHES:
         from ..compiler import TextSizeCache
 
-        _CACHES[llvm, per_function] = TextSizeCache(llvm=llvm, per_function=per_function)
-    return _CACHES[llvm, per_function]
+        _CACHES[llvm, kind] = TextSizeCache(llvm=llvm, per_function=kind != "module",
+                                            replay=kind is True)
+    return _CACHES[llvm, kind]
 
 
 def _module(entry: CorpusEntry, llvm: int | None):

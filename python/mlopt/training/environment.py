@@ -59,6 +59,9 @@ class CompilerEnvironment:
         self.pool = pool
         self._calls = 0
         self.failures: list[tuple[str, str]] = []  # (module, reason) of the last call's failed rollouts
+        # Of the last costs() call's rollouts, how many the workers' caches answered (trajectory replay
+        # or repeated decisions: no compile, or no code generation).
+        self.cache_hits = 0
 
     def _name(self, tag: str) -> str:
         self._calls += 1
@@ -77,6 +80,7 @@ class CompilerEnvironment:
         tasks = [RolloutTask(e, paths[i], problem=self.problem.name) for i, e in items]
         results = run_rollouts(tasks, pool=self.pool, quiet=True)
         self.failures = failures_of(tasks, results)
+        self.cache_hits = sum(bool(r.ok and r.value.cache_hit) for r in results)
         return [r.value.cost if r.ok else None for r in results]
 
     def trajectories(self, policy, items, work: Path) -> list[Trajectory | None]:

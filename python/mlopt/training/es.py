@@ -224,6 +224,7 @@ class ESTrainer:
                    "update_norm": norm, "step_ratio": ratio, "step_capped": ratio > cfg.max_step,
                    "pairs": self.pairs, "modules": int(ok.sum()), "failed_modules": int((~ok).sum()),
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
+                   "cache_hit_share": getattr(self.env, "cache_hits", 0) / len(items),
                    "validation_delta_percent": val}
         if val is not None and cfg.keep_validated:
             (self.run_dir / "validated").mkdir(exist_ok=True)

@@ -6,6 +6,7 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/Mangler.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCAsmInfo.h"
@@ -269,9 +270,16 @@ bool stubbable(const Function &F) {
       F.hasFnAttribute("patchable-function-prefix") || F.hasFnAttribute("patchable-function") ||
       F.hasMetadata(LLVMContext::MD_kcfi_type))
     return false;
-  for (const BasicBlock &BB : F)
+  for (const BasicBlock &BB : F) {
     if (BB.hasAddressTaken())
       return false;
+    // Inline asm may align (zstd's `.p2align 5` in its match loops) or
+    // move the location counter: the function's size then depends on its
+    // address.
+    for (const Instruction &I : BB)
+      if (const auto *Call = dyn_cast<CallBase>(&I); Call && Call->isInlineAsm())
+        return false;
+  }
   return true;
 }
 

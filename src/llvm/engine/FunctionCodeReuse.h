@@ -18,7 +18,8 @@
 // alone (always compiled, never stubbed): functions without minsize (their
 // blocks may be aligned, which makes their size depend on their address),
 // with prefix or prologue data, patchable entries or KCFI, with private
-// linkage (no symbol), whose blocks have their address taken; and whole
+// linkage (no symbol), whose blocks have their address taken, with inline
+// asm (it may align: zstd's `.p2align 5` inside its loops); and whole
 // modules with debug info or module-level asm. A function learns its size
 // from an object only if its code has no branch that the assembler
 // resolved to outside the function (a jump whose length depends on the

@@ -1,0 +1,137 @@
+"""Trajectory replay: a compile whose policy would make exactly the
+decisions of a compile already made is not compiled again.
+
+The compiler is deterministic and the inliner asks its policy one call
+site at a time, so the features logged at step k are a function of the
+module, the compile options and the decisions taken before step k. If a
+policy, shown the features an earlier compile logged, answers every step
+with that compile's decision, the compiler would walk exactly the same
+path: the same features, decisions, log and ``.text`` size. The earlier
+result is then this compile's, and the compile is skipped entirely.
+
+The check is exact, not a prediction: the policy is evaluated by the same
+C++ runner the compiler calls, one row at a time, on the very feature
+bytes the compiler logged (:meth:`LoadedPolicy.decide`). It applies to
+policies loaded by :func:`mlopt.load_policy` (``.tflite``, model
+directories, ``.so``) and to LLVM's heuristic, whose answer at every step
+is the log's ``inlining_default`` column. numpy policies and callables are
+always compiled (a batched numpy forward pass need not give a one-row
+call's bits). Forced decisions (local search) must match the trajectory's
+first decisions; the policy must reproduce the rest.
+
+    replay = TrajectoryReplay()
+    hit = replay.lookup(key, policy, forced, call_sites)   # CompileResult or None
+    replay.add(key, result)                                 # after a real compile
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+
+import numpy as np
+
+from ..policy import LoadedPolicy
+
+
+class TrajectoryReplay:
+    """Compiles already made, per (module, options): at most ``per_module``
+    trajectories each (most recently used first) and ``max_bytes`` of logs
+    in all (least recently used modules dropped first). Thread-safe.
+    ``replays`` counts compiles answered by replay, ``checks`` the
+    trajectories a policy was checked against."""
+
+    def __init__(self, per_module: int = 4, max_bytes: int = 1 << 30):
+        self.per_module = per_module
+        self.max_bytes = max_bytes
+        self.replays = 0
+        self.checks = 0
+        self._lock = threading.Lock()
+        self._store: OrderedDict[tuple, list] = OrderedDict()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._store.values())
+
+    @staticmethod
+    def replayable(policy) -> bool:
+        """Policies whose decisions the check reproduces exactly: None (the
+        heuristic) and loaded policies."""
+        return policy is None or isinstance(policy, LoadedPolicy)
+
+    def lookup(self, key: tuple, policy, forced: str, call_sites: bool):
+        """The stored result this compile would give, or None. ``policy``:
+        None or a :class:`LoadedPolicy`; ``forced``: '0'/'1' prefix."""
+        with self._lock:
+            entries = list(self._store.get(key, ()))
+        for result in entries:
+            if call_sites and result.call_sites is None:
+                continue
+            with self._lock:
+                self.checks += 1
+            if _reproduces(result, policy, forced):
+                with self._lock:
+                    self.replays += 1
+                    if key in self._store:
+                        self._store.move_to_end(key)
+                        kept = [r for r in self._store[key] if r is not result]
+                        self._store[key] = [result, *kept]
+                return result
+        return None
+
+    def add(self, key: tuple, result) -> None:
+        """Keeps a real compile's result (with its parsed log, if it asked
+        the policy anything) as a trajectory of ``key``."""
+        if result.log is None and len(result.decisions):
+            return
+        size = _nbytes(result)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            kept = self._store.setdefault(key, [])
+            if any(np.array_equal(r.decisions, result.decisions) and (r.call_sites is not None or
+                                                                      result.call_sites is None) for r in kept):
+                return
+            kept.insert(0, result)
+            self._bytes += size
+            while len(kept) > self.per_module:
+                self._bytes -= _nbytes(kept.pop())
+            self._store.move_to_end(key)
+            while self._bytes > self.max_bytes and self._store:
+                _, dropped = self._store.popitem(last=False)
+                self._bytes -= sum(_nbytes(r) for r in dropped)
+
+
+def _nbytes(result) -> int:
+    return len(result.log_bytes) + (result.log.nbytes if result.log is not None else 0) + 256
+
+
+def _reproduces(result, policy, forced: str) -> bool:
+    decisions = result.decisions
+    n, f = len(decisions), len(forced)
+    if f > n:  # forced decisions beyond the trajectory's end: not this trajectory
+        return False
+    if f and not np.array_equal(decisions[:f], np.frombuffer(forced.encode(), np.uint8) - ord("0")):
+        return False
+    if f == n:
+        return True
+    if policy is None:  # LLVM's heuristic: its answer at every step is in the log
+        return bool(np.array_equal(decisions[f:], result.default_decisions[f:]))
+    try:
+        batch = {s.name: result.log[s.name][f:] for s in policy.problem.features}
+    except KeyError:  # the compile did not log a feature this policy takes
+        return False
+    return bool(np.array_equal(policy.decide(batch), decisions[f:]))
+
+
+def replayed(result, log: bool, call_sites: bool, hit: bool = True):
+    """A stored result as a compile returns it (a copy the caller may
+    change): flagged as a cache hit, without what the caller did not ask
+    for."""
+    return replace(result, log=result.log if log else None, log_bytes=result.log_bytes if log else b"",
+                   call_sites=result.call_sites if call_sites else None, cache_hit=hit or result.cache_hit,
+                   decisions=result.decisions.copy(), default_decisions=result.default_decisions.copy(),
+                   warnings=list(result.warnings))
+

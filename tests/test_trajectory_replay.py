@@ -1,0 +1,105 @@
+"""Trajectory replay (TextSizeCache(replay=True)): a compile whose policy
+makes, on an earlier compile's logged features, exactly that compile's
+decisions is answered without compiling -- and the answer is what a
+compile gives: size, decisions, log bytes, call sites. A policy that
+differs at one late call site must be compiled."""
+
+import numpy as np
+import pytest
+
+import mlopt
+
+
+@pytest.fixture(scope="module")
+def modules(llvm_tools, corpus_modules):
+    return [mlopt.Module(p, opt_level="Oz", reloc_model="pic", llvm=llvm_tools["major"]) for p in corpus_modules]
+
+
+@pytest.fixture(scope="module")
+def policies(modules, tmp_path_factory):
+    """A random MLP, and it nudged by 1% and by 10% (what ES compiles):
+    many modules get the same decisions, some do not."""
+    tmp = tmp_path_factory.mktemp("replay")
+    logs = [r.log for r in mlopt.compile_many(modules[:12], threads=2)]
+    vocab = mlopt.Vocab.from_logs(logs, num_buckets=200)
+    a = mlopt.InlinePolicy.random(vocab, hidden=(32, 16), seed=5)
+    out = [a] + [mlopt.InlinePolicy(vocab, [(w * s, b) for w, b in a.layers]) for s in (1.01, 1.1)]
+    return [mlopt.load_policy(p.export(tmp / str(k))) for k, p in enumerate(out)]
+
+
+def _same(r, full):
+    assert r.text_size == full.text_size, r.module
+    assert np.array_equal(r.decisions, full.decisions), r.module
+    assert np.array_equal(r.default_decisions, full.default_decisions), r.module
+    assert r.log_bytes == full.log_bytes, r.module
+    assert r.call_sites == full.call_sites, r.module
+
+
+def test_replayed_compiles_are_the_compiles(modules, policies):
+    cache = mlopt.compiler.TextSizeCache()
+    replays = 0
+    for p in [None, *policies]:
+        full = [mlopt.compile(m, p, call_sites=True) for m in modules]
+        for m, f in zip(modules, full):
+            before = cache.replays
+            r = mlopt.compile(m, p, call_sites=True, cache=cache)
+            _same(r, f)
+            assert r.cache_hit or cache.replays == before
+            replays += cache.replays - before
+    # The nudged policies repeat the first one's decisions on many modules, and only there.
+    assert replays == cache.replays > len(modules) // 2
+    no_log = mlopt.compile(modules[0], policies[0], log=False, cache=cache)
+    assert no_log.cache_hit and no_log.log is None and no_log.log_bytes == b""
+
+
+def test_a_policy_that_differs_at_one_late_site_is_compiled(modules, tmp_path):
+    """The heuristic as a policy, except that it answers the opposite at
+    the last call site of the largest trajectory: replay must not take the
+    heuristic's compile for it."""
+    cache = mlopt.compiler.TextSizeCache()
+    m = max(modules, key=lambda m: len(mlopt.compile(m, log=False).decisions))
+    h = mlopt.compile(m, cache=cache)
+    n = len(h.decisions)
+    assert n > 20
+    forced = h.decisions.copy()
+    forced[-1] ^= 1
+    flipped = mlopt.compile(m, forced_decisions=forced, cache=cache)
+    assert not flipped.cache_hit and flipped.decisions[-1] != h.decisions[-1]
+    _same(flipped, mlopt.compile(m, forced_decisions=forced))
+    # The heuristic's own trajectory, with its decisions forced: a replay of the first compile.
+    again = mlopt.compile(m, forced_decisions=h.decisions[: n // 2], cache=cache)
+    assert again.cache_hit and np.array_equal(again.decisions, h.decisions)
+    assert cache.replays == 1
+
+
+def test_forced_flips_replay_their_own_compiles(modules):
+    """Search forces a prefix and lets the heuristic decide the rest: a
+    prefix seen before replays; its result is the uncached compile's."""
+    cache = mlopt.compiler.TextSizeCache()
+    rng = np.random.default_rng(7)
+    checked = 0
+    for m in modules[::3]:
+        h = mlopt.compile(m, cache=cache)
+        if len(h.decisions) < 2:
+            continue
+        for k in rng.choice(len(h.decisions), size=2, replace=False):
+            forced = h.decisions[: k + 1].copy()
+            forced[k] ^= 1
+            first = mlopt.compile(m, forced_decisions=forced, cache=cache)
+            second = mlopt.compile(m, forced_decisions=forced, cache=cache)
+            assert second.cache_hit
+            _same(first, mlopt.compile(m, forced_decisions=forced))
+            _same(second, first)
+            checked += 1
+    assert checked >= 8
+
+
+def test_replay_off_and_python_policies_always_compile(modules):
+    vocab = mlopt.Vocab.from_logs([mlopt.compile(modules[0]).log], num_buckets=20)
+    numpy_policy = mlopt.InlinePolicy.random(vocab, hidden=(8,), seed=1)
+    cache = mlopt.compiler.TextSizeCache()
+    off = mlopt.compiler.TextSizeCache(replay=False)
+    for _ in range(2):
+        mlopt.compile(modules[0], numpy_policy, cache=cache)
+        mlopt.compile(modules[0], cache=off)
+    assert cache.replays == 0 and off.replays == 0 and off.replay is None
