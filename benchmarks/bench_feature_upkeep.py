@@ -38,12 +38,14 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import json
 import os
 import re
 import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -127,6 +129,7 @@ def main() -> int:
     ap.add_argument("--configs", help="comma-separated subset of the configurations (stock is always measured)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="with --measure instructions: modules measured at once (counts do not depend on load)")
+    ap.add_argument("--save", help="append each module's measurements to this JSON-lines file as they finish")
     args = ap.parse_args()
     if args.measure == "instructions":
         args.reps = 1
@@ -167,6 +170,8 @@ def main() -> int:
     best = {n: np.full(len(cmds), np.inf) for n in names}
     differ: dict[str, list[str]] = {n: [] for n in names}
     start = time.time()
+    save_lock = threading.Lock()
+
     def measure_module(rep: int, i: int) -> None:
         name, cmd, cwd = cmds[i]
         order = names[(i + rep) % len(names):] + names[:(i + rep) % len(names)]
@@ -181,6 +186,11 @@ def main() -> int:
         for n in objects:
             if objects[n] != objects["stock"]:
                 differ[n].append(name)
+        if args.save:
+            row = {"module": name, "round": rep, "llvm": args.llvm, "measure": args.measure,
+                   **{n: float(best[n][i]) for n in names}}
+            with save_lock, open(args.save, "a") as f:
+                f.write(json.dumps(row) + "\n")
 
     for rep in range(args.reps):
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:

@@ -100,6 +100,26 @@ def test_validate_every_k_validates_only_those_iterations(tmp_path, kind):
     assert sorted(p.name for p in (tmp_path / "validated").iterdir()) == ["0002.npz", "0004.npz"]
 
 
+def test_ppo_target_kl_stops_the_epochs_of_an_iteration(tmp_path):
+    """With a KL target the policy cannot reach in one epoch, every epoch
+    runs; with one it passes after the first, the iteration stops there and
+    moves the policy less."""
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    runs = {}
+    for name, target in (("free", None), ("loose", 1e3), ("tight", 1e-12)):
+        cfg = PPOConfig(iterations=2, modules=16, lr=1e-2, epochs=4, batch_size=64, seed=0, target_kl=target)
+        trainer = PPOTrainer(start, TRAIN, _baseline(), tmp_path / name, cfg, validation=VALIDATION,
+                             env=synthetic.SyntheticEnvironment(1.0))
+        trainer.run()
+        runs[name] = [json.loads(s) for s in (tmp_path / name / "metrics.jsonl").read_text().splitlines()][1:]
+    assert [m["epochs_run"] for m in runs["free"]] == [4, 4] and runs["free"][0]["kl_after"] is None
+    assert [m["epochs_run"] for m in runs["loose"]] == [4, 4]
+    assert [m["update_norm"] for m in runs["loose"]] == [m["update_norm"] for m in runs["free"]]
+    assert [m["epochs_run"] for m in runs["tight"]] == [1, 1]
+    assert all(m["kl_after"] > 1.5e-12 for m in runs["tight"])
+    assert runs["tight"][0]["update_norm"] < runs["free"][0]["update_norm"]
+
+
 def test_default_pairs_grow_with_the_network_and_ranks_share_ties():
     assert [default_pairs(n) for n in (100, 1538, 9218, 100_000)] == [9, 13, 16, 19]
     assert shape_values(np.array([3.0, 1.0, 1.0, 7.0]), "rank") == pytest.approx([1 / 6, -1 / 3, -1 / 3, 0.5])

@@ -154,7 +154,7 @@ def cmd_train_ppo(args) -> int:
     cfg = PPOConfig(iterations=args.iterations, modules=args.modules, clip=args.clip, entropy=args.entropy,
                     lr=args.lr, epochs=args.epochs, batch_size=args.batch_size, decay=args.decay,
                     temperature=args.temperature, buckets=args.buckets, seed=args.seed,
-                    validate_every=args.validate_every)
+                    validate_every=args.validate_every, target_kl=args.target_kl)
     return _rollout_trainer(args, "ppo", cfg, PPOTrainer, "PPO")
 
 
@@ -339,6 +339,9 @@ def register(sub) -> None:
     ppo.add_argument("--batch-size", type=positive_int, default=1024)
     ppo.add_argument("--clip", type=fraction, default=0.2, help="PPO clip range (0.2)")
     ppo.add_argument("--entropy", type=float, default=0.01, help="entropy bonus coefficient (0.01)")
+    ppo.add_argument("--target-kl", type=float, default=None, metavar="KL",
+                     help="stop an iteration's epochs once the mean KL from the sampling policy exceeds 1.5 KL "
+                          "(default: run every epoch)")
     ppo.add_argument("--decay", type=fraction, default=0.8, help="of the per-module moving-average baseline (0.8)")
     ppo.add_argument("--temperature", type=positive_float, default=1.0, help="sampling temperature (1.0)")
     _rollout_trainer_options(ppo)

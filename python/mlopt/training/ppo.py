@@ -19,7 +19,8 @@ it for the inliner, generic over the problem, in numpy:
   deviation over the iteration's modules (not re-centered: the moving
   average centers them);
 - clipped surrogate objective, entropy bonus, Adam over minibatches for a
-  few epochs per iteration;
+  few epochs per iteration, stopped early once the policy has moved more
+  than ``1.5 * target_kl`` (mean KL from the sampling policy) when set;
 - the best policy (argmax decisions, as it ships) is chosen by the total
   objective delta on the validation modules, the quantity every trainer
   reports (:func:`mlopt.training.environment.total_delta_percent`).
@@ -59,6 +60,9 @@ class PPOConfig:
     decay: float = 0.8  # of the per-module moving-average baseline
     delta: float = 16.0  # added to both costs in the reward
     temperature: float = 1.0
+    # Stop the iteration's epochs once the policy's mean KL divergence from the sampling policy, over all
+    # of the iteration's rows, exceeds 1.5 * target_kl (None: always run every epoch).
+    target_kl: float | None = None
     buckets: int = 4
     seed: int = 0
     validate_every: int = 1  # validate (and maybe keep as best) every k-th iteration
@@ -120,6 +124,16 @@ def surrogate_and_grads(layers, batch: Batch, rows: np.ndarray, clip: float, ent
     stats = {"clip_fraction": float((np.abs(ratio - 1) > clip).mean()),
              "approx_kl": float((batch.old_logp[rows] - logp).mean()), "entropy": float(ent.mean())}
     return loss, grads, stats
+
+
+def kl_from_sampling(layers, batch: Batch, temperature: float = 1.0) -> float:
+    """Mean KL(sampling policy || current policy) over the batch's rows,
+    estimated from the taken actions' log-ratios as ``(r - 1) - log r``
+    (unbiased, never negative)."""
+    logits, _, _ = _logits(layers, batch.x, batch.penalty)
+    logp = log_softmax(logits / temperature)[np.arange(len(batch.actions)), batch.actions]
+    log_ratio = logp - batch.old_logp
+    return float(np.mean(np.expm1(log_ratio) - log_ratio))
 
 
 class PPOTrainer:
@@ -237,6 +251,7 @@ class PPOTrainer:
         batch = self._batch(trajectories, scaled)
         before = self.theta.copy()
         losses, stats = [], []
+        epochs_run, kl = 0, None
         if batch is not None:
             rng = np.random.default_rng([cfg.seed, i, 0x9907])
             n = len(batch.actions)
@@ -251,6 +266,11 @@ class PPOTrainer:
                     self.adam.step([self.theta], [g])
                     losses.append(loss)
                     stats.append(st)
+                epochs_run += 1
+                if cfg.target_kl is not None:
+                    kl = kl_from_sampling(unflatten(self.template, self.theta).layers, batch, cfg.temperature)
+                    if kl > 1.5 * cfg.target_kl:
+                        break
         self.iteration += 1
         val = self.validate(work) if self.iteration % cfg.validate_every == 0 else None
         metrics = {"iteration": self.iteration, "train_delta_percent": train_delta,
@@ -258,7 +278,8 @@ class PPOTrainer:
                    "failed_modules": len(entries) - len(rewards), "rows": 0 if batch is None else len(batch.actions),
                    "loss": float(np.mean(losses)) if losses else None,
                    "update_norm": float(np.linalg.norm(self.theta - before)),
-                   "rollouts_per_s": len(entries) / rollout_s, "validation_delta_percent": val}
+                   "rollouts_per_s": len(entries) / rollout_s, "validation_delta_percent": val,
+                   "epochs_run": epochs_run, "kl_after": kl}
         for key in ("clip_fraction", "approx_kl", "entropy"):
             metrics[key] = float(np.mean([s[key] for s in stats])) if stats else None
         if val is not None and cfg.keep_validated:
