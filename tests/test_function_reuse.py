@@ -64,38 +64,45 @@ def test_forced_flips_reuse_and_keep_sizes(modules):
     assert cache.functions_reused > 0
 
 
-def _tail_call_module(padding_stores: int) -> bytes:
-    """f tail-calls the static g across h; h's size decides whether f's
-    jump to g fits in a byte (jmp rel8) or needs four (jmp rel32)."""
+def _minsize_module(padding_stores: int, after: str, before: str = "") -> bytes:
+    """x86-64 IR: the functions ``before``, ``@h`` (``padding_stores``
+    volatile 10-byte stores to ``@sink``), the functions ``after``; every
+    function minsize."""
     stores = "\n".join(f"  store volatile i32 {i}, ptr @sink, align 4" for i in range(padding_stores))
     return f"""
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"
 
 @sink = global i32 0, align 4
-
-define void @f() #0 {{
-  tail call void @g()
-  ret void
-}}
-
+{before}
 define void @h() #0 {{
 {stores}
   ret void
 }}
-
-define internal void @g() #0 {{
-  store volatile i32 -1, ptr @sink, align 4
-  ret void
-}}
-
-define void @keep() #0 {{
-  call void @g()
-  ret void
-}}
-
+{after}
 attributes #0 = {{ minsize noinline nounwind optsize }}
 """.encode()
+
+
+def _tail_call_module(padding_stores: int) -> bytes:
+    """f tail-calls the static g across h; h's size decides whether f's
+    jump to g fits in a byte (jmp rel8) or needs four (jmp rel32)."""
+    return _minsize_module(padding_stores, before="""
+define void @f() #0 {
+  tail call void @g()
+  ret void
+}
+""", after="""
+define internal void @g() #0 {
+  store volatile i32 -1, ptr @sink, align 4
+  ret void
+}
+
+define void @keep() #0 {
+  call void @g()
+  ret void
+}
+""")
 
 
 def test_a_jump_sized_by_the_layout_is_not_reused(llvm_tools):
@@ -133,27 +140,14 @@ def _aligned_asm_module(padding_stores: int) -> bytes:
     """f holds an inline-asm `.p2align 5` (zstd's match loops do): the
     padding, and so f's size, depend on where f starts, which h's size
     decides."""
-    stores = "\n".join(f"  store volatile i32 {i}, ptr @sink, align 4" for i in range(padding_stores))
-    return f"""
-target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
-target triple = "x86_64-pc-linux-gnu"
-
-@sink = global i32 0, align 4
-
-define void @h() #0 {{
-{stores}
-  ret void
-}}
-
-define void @f() #0 {{
+    return _minsize_module(padding_stores, """
+define void @f() #0 {
   store volatile i32 1, ptr @sink, align 4
   call void asm sideeffect ".p2align 5", ""()
   store volatile i32 2, ptr @sink, align 4
   ret void
-}}
-
-attributes #0 = {{ minsize noinline nounwind optsize }}
-""".encode()
+}
+""")
 
 
 def test_a_function_with_aligning_inline_asm_is_not_reused(llvm_tools):
