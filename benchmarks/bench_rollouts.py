@@ -27,7 +27,7 @@ load on the machine changes them little), evaluations/s, the ratio to the
 naive pipeline's and to stock clang's CPU seconds ("per core"), the share of worker time spent
 inside the engine (LLVM + policy), and the cache hit rate.
 
-    python3 benchmarks/bench_rollouts.py [--perturbations 3] [--sigma 0.02] [--limit N]
+    python3 benchmarks/bench_rollouts.py [--perturbations 3] [--sigma 0.05] [--start random|prior] [--limit N]
 """
 
 from __future__ import annotations
@@ -54,17 +54,30 @@ from mlopt.rollouts import RolloutTask, run_rollouts, trace_corpus
 from mlopt.workers import LocalPool
 
 
-def policies(corpus: Path, work: Path, count: int, sigma: float) -> list[Path]:
+def policies(corpus: Path, work: Path, count: int, sigma: float, start: str = "random") -> list[Path]:
+    """The base policy and ``count`` perturbations of it, as ES makes them
+    (every weight plus sigma x its layer's mean |w| x a normal draw), as
+    compiled .so files. ``start``: "random" (a random 64x64 MLP over a
+    vocab of the corpus' features) or "prior" (BC of the heuristic on the
+    corpus' trace with the heuristic as a prior, margin 20: where ES starts
+    on the Debian corpus, benchmarks/README.md)."""
+    from mlopt.training.es import flatten, layer_scale, unflatten
+
     ds = trace_corpus(corpus, quiet=True)
-    vocab = mlopt.Vocab({f: np.quantile(ds.columns[f].reshape(-1).astype(float), np.linspace(0, 1, 100))
-                         for f in inlining.FEATURES})
-    base = mlopt.InlinePolicy.random(vocab, hidden=(64, 64), seed=2)
+    if start == "prior":
+        from mlopt.problems.inlining_default.prior import with_default_prior
+        from mlopt.training.bc import train_bc
+
+        base = with_default_prior(train_bc(ds, inlining.PROBLEM, epochs=5, seed=0).policy, 20.0)
+    else:
+        vocab = mlopt.Vocab({f: np.quantile(ds.columns[f].reshape(-1).astype(float), np.linspace(0, 1, 100))
+                             for f in inlining.FEATURES})
+        base = mlopt.InlinePolicy.random(vocab, hidden=(64, 64), seed=2)
+    theta, scale = flatten(base), layer_scale(base)
     rng = np.random.default_rng(0)
     out = []
     for k in range(count + 1):
-        layers = base.layers if k == 0 else [
-            (w + sigma * np.abs(w).mean() * rng.standard_normal(w.shape), b) for w, b in base.layers]
-        p = mlopt.InlinePolicy(vocab, [(w.astype(np.float32), b) for w, b in layers])
+        p = base if k == 0 else unflatten(base, theta + sigma * scale * rng.standard_normal(theta.size))
         p.export(work / f"p{k}")
         out.append(mlopt.compile_policy(work / f"p{k}", work / f"p{k}.so"))
     return out
@@ -109,6 +122,8 @@ def main() -> int:
     ap.add_argument("--sigma", type=float, default=0.02)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--start", choices=("random", "prior"), default="random",
+                    help="the policy perturbed: a random MLP, or BC with the heuristic as a prior (ES's start)")
     ap.add_argument("--skip-one-worker", action="store_true", help="leave out the 1-worker uncached run")
     args = ap.parse_args()
 
@@ -117,8 +132,8 @@ def main() -> int:
     # The naive pipeline compiles with opt's default<Oz> (no SLP): compare like with like.
     entries = corpus_entries(corpus)[: args.limit]
     print(f"corpus: {len(entries)} modules ({sum(e.size for e in entries) / 1e6:.1f} MB bitcode); "
-          f"{args.perturbations + 1} policies", file=sys.stderr)
-    pols = policies(corpus, work, args.perturbations, args.sigma)
+          f"{args.perturbations + 1} policies ({args.start} start, sigma {args.sigma})", file=sys.stderr)
+    pols = policies(corpus, work, args.perturbations, args.sigma, args.start)
     evals = len(entries) * len(pols)
 
     rows = []

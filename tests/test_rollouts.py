@@ -144,6 +144,18 @@ def test_a_killed_worker_is_restarted_and_its_task_retried(tmp_path):
     assert "worker exited" in crashed[0].describe()
 
 
+def test_affinity_sends_a_key_back_to_the_worker_that_ran_it():
+    """Items of one key meet one worker, within a call and in the next (so
+    a module's rollouts meet the caches that know it)."""
+    with LocalPool(2) as pool:
+        first = pool.map(tasks.worker_pid, ["a", "a", "b", "b"], affinity=["a", "a", "b", "b"])
+        again = pool.map(tasks.worker_pid, ["b", "a", "b", "a"], affinity=["b", "a", "b", "a"])
+    pid = {"a": first[0].value, "b": first[2].value}
+    assert pid["a"] != pid["b"]
+    assert [r.value for r in first] == [pid[k] for k in "aabb"]
+    assert [r.value for r in again] == [pid[k] for k in "baba"]
+
+
 def test_a_task_past_the_timeout_is_reported_and_the_run_finishes():
     with LocalPool(2, timeout=3) as pool:
         results = pool.map(tasks.hang, [0, 1, 2, 3])

@@ -38,3 +38,9 @@ def fail(x: int) -> int:
     if x == 2:
         raise ValueError("two is not allowed")
     return x
+
+
+def worker_pid(item) -> int:
+    """The process that ran the item."""
+    time.sleep(0.05)
+    return os.getpid()

@@ -16,8 +16,9 @@ def run_rollouts(tasks: list[RolloutTask], *, pool=None, workers: int | None = N
     pool = pool or make_pool(workers, ray=ray, timeout=timeout)
     try:
         with Progress(len(tasks), desc, quiet=quiet) as bar:
+            # A module's rollouts go to the worker that compiled it last: its caches know the module.
             return pool.map(run_rollout, tasks, order=largest_first([t.entry for t in tasks]),
-                            on_result=lambda r: bar.update())
+                            on_result=lambda r: bar.update(), affinity=[t.entry.name for t in tasks])
     finally:
         if own:
             pool.close()

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from multiprocessing.connection import Connection, wait
 
 from .task import TaskResult
@@ -77,6 +77,7 @@ class LocalPool:
         self.timeout = timeout
         self.retries = retries
         self._pool: list[_Worker] = []
+        self._owner: dict[Hashable, int] = {}  # affinity key -> the worker (index) that ran it last
         self.restarts = 0
 
     def __enter__(self) -> LocalPool:
@@ -91,8 +92,13 @@ class LocalPool:
         self._pool = []
 
     def map(self, fn: Callable, items: Sequence, *, order: Sequence[int] | None = None,
-            on_result: Callable[[TaskResult], None] | None = None) -> list[TaskResult]:
-        """Results in item order; tasks start in ``order`` (e.g. largest first)."""
+            on_result: Callable[[TaskResult], None] | None = None,
+            affinity: Sequence[Hashable] | None = None) -> list[TaskResult]:
+        """Results in item order; tasks start in ``order`` (e.g. largest first).
+        ``affinity``: a key per item; a free worker takes the first pending
+        item whose key it ran last (or no worker has run), else the first
+        pending item, so items of one key keep meeting the same worker's
+        caches (over calls too). Scheduling only: results do not depend on it."""
         pending = deque(order if order is not None else range(len(items)))
         attempts = [0] * len(items)
         results: list[TaskResult | None] = [None] * len(items)
@@ -110,10 +116,23 @@ class LocalPool:
             self.restarts += 1
             self._pool[self._pool.index(w)] = _Worker()
 
+        def take(k: int) -> int:
+            """The next item for worker k (see affinity)."""
+            if affinity is not None:
+                for at, i in enumerate(pending):
+                    if self._owner.get(affinity[i], k) == k:
+                        del pending[at]
+                        self._owner[affinity[i]] = k
+                        return i
+                i = pending.popleft()
+                self._owner[affinity[i]] = k
+                return i
+            return pending.popleft()
+
         while pending or busy:
-            for w in self._pool:
+            for k, w in enumerate(self._pool):
                 if w.task is None and pending:
-                    i = pending.popleft()
+                    i = take(k)
                     attempts[i] += 1
                     w.task, w.started = i, time.monotonic()
                     w.send_conn.send((i, fn, items[i]))

@@ -55,9 +55,12 @@ class RayPool:
         self._owns = False
 
     def map(self, fn: Callable, items: Sequence, *, order: Sequence[int] | None = None,
-            on_result: Callable[[TaskResult], None] | None = None) -> list[TaskResult]:
+            on_result: Callable[[TaskResult], None] | None = None,
+            affinity: Sequence | None = None) -> list[TaskResult]:
         """Results in item order. At most one task per worker CPU is in
-        flight, so a task's time is counted from when it starts."""
+        flight, so a task's time is counted from when it starts.
+        ``affinity`` is accepted for LocalPool's signature; Ray places tasks
+        itself."""
         ray = self._ray
         fn_ref = ray.put(fn)
         queue = list(order if order is not None else range(len(items)))[::-1]
