@@ -103,3 +103,46 @@ def test_replay_off_and_python_policies_always_compile(modules):
         mlopt.compile(modules[0], numpy_policy, cache=cache)
         mlopt.compile(modules[0], cache=off)
     assert cache.replays == 0 and off.replays == 0 and off.replay is None
+
+
+def test_the_store_keeps_a_few_trajectories_per_module_and_a_bounded_total():
+    """Bookkeeping only (no compiler): at most per_module trajectories per
+    key, the most recent first; past max_bytes the least recently used
+    modules go."""
+    from dataclasses import dataclass, field
+
+    from mlopt.compiler.replay import TrajectoryReplay
+
+    class NoFeatures:
+        nbytes = 0
+
+        def __getitem__(self, name):
+            raise KeyError(name)
+
+    @dataclass
+    class Result:  # the fields of a CompileResult the store reads
+        decisions: np.ndarray
+        log_bytes: bytes
+        default_decisions: np.ndarray = None
+        log: object = field(default_factory=NoFeatures)
+        call_sites: list | None = None
+
+        def __post_init__(self):
+            self.default_decisions = self.decisions  # the heuristic's own trajectory
+
+    def result(bits: str, size: int = 100) -> Result:
+        return Result(np.array([int(b) for b in bits], np.int64), b"x" * size)
+
+    store = TrajectoryReplay(per_module=2, max_bytes=3 * (1000 + 256))
+    for bits in ("00", "01", "10", "10"):  # the repeated trajectory is kept once
+        store.add("a", result(bits, 1000))
+    assert len(store) == 2
+    assert store.lookup("a", None, "00", False) is None  # the oldest, dropped
+    assert store.lookup("a", None, "0", False).decisions.tolist() == [0, 1]
+    assert store.lookup("a", None, "1", False).decisions.tolist() == [1, 0]
+    store.add("b", result("1", 1000))  # 3 trajectories: at the cap
+    store.lookup("a", None, "", False)  # "a" used last
+    store.add("c", result("0", 1000))  # over the cap: "b", the least recently used, goes
+    assert store.lookup("b", None, "", False) is None
+    assert store.lookup("a", None, "", False) is not None and store.lookup("c", None, "", False) is not None
+    assert store.replays == 5

@@ -42,7 +42,7 @@ class TrajectoryReplay:
     ``replays`` counts compiles answered by replay, ``checks`` the
     trajectories a policy was checked against."""
 
-    def __init__(self, per_module: int = 4, max_bytes: int = 1 << 30):
+    def __init__(self, per_module: int = 4, max_bytes: int = 256 << 20):
         self.per_module = per_module
         self.max_bytes = max_bytes
         self.replays = 0
