@@ -113,7 +113,9 @@ class TextSizeCache:
 
     @property
     def hits(self) -> int:
-        return self._cache.hits
+        """Compiles the cache answered: by trajectory replay (no compile) or
+        by repeated decisions (no code generation)."""
+        return self._cache.hits + self.replays
 
     @property
     def misses(self) -> int:
