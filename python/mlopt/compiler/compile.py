@@ -20,6 +20,7 @@ LLVMContext and gives the same bytes as a sequential run.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -362,8 +363,6 @@ def _replay_key(module: Module, pipeline: str | None, vocab: str) -> tuple:
     module's bitcode and how it is compiled."""
     digest = getattr(module, "_replay_digest", None)
     if digest is None:
-        import hashlib
-
         digest = module._replay_digest = hashlib.blake2b(module.bitcode, digest_size=16).digest()
     return (digest, module.llvm, pipeline or module.default_pipeline(), module.opt_level, module.target,
             module.reloc_model, module.loop_vectorize, module.slp_vectorize, vocab)

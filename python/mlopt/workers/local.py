@@ -118,16 +118,13 @@ class LocalPool:
 
         def take(k: int) -> int:
             """The next item for worker k (see affinity)."""
-            if affinity is not None:
-                for at, i in enumerate(pending):
-                    if self._owner.get(affinity[i], k) == k:
-                        del pending[at]
-                        self._owner[affinity[i]] = k
-                        return i
-                i = pending.popleft()
-                self._owner[affinity[i]] = k
-                return i
-            return pending.popleft()
+            if affinity is None:
+                return pending.popleft()
+            at = next((j for j, i in enumerate(pending) if self._owner.get(affinity[i], k) == k), 0)
+            i = pending[at]
+            del pending[at]
+            self._owner[affinity[i]] = k
+            return i
 
         while pending or busy:
             for k, w in enumerate(self._pool):
