@@ -91,6 +91,8 @@ def main() -> None:
     ap.add_argument("--ppo-modules", type=int, default=32)
     ap.add_argument("--ppo-lr", type=float, default=3e-4)
     ap.add_argument("--ppo-temperature", type=float, default=PPOConfig.temperature)
+    ap.add_argument("--ppo-target-kl", type=float, default=None,
+                    help="stop an iteration's epochs past 1.5x this mean KL from the sampling policy")
     ap.add_argument("--validate-every", type=int, default=1, help="validate every K-th iteration")
     ap.add_argument("--test-curve", type=int, default=0, metavar="N",
                     help="after training, also evaluate N of the validated policies on the test split "
@@ -124,7 +126,7 @@ def main() -> None:
                                     pool=pool)
             else:
                 cfg = PPOConfig(iterations=0, modules=args.ppo_modules, lr=args.ppo_lr, seed=args.seed,
-                                temperature=args.ppo_temperature,
+                                temperature=args.ppo_temperature, target_kl=args.ppo_target_kl,
                                 validate_every=args.validate_every, keep_validated=True)
                 trainer = PPOTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                      pool=pool)
