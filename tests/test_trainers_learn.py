@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pytest
 
+from mlopt.errors import MloptError
 from mlopt.training.es import ESConfig, ESTrainer, default_pairs, shape_values
 from mlopt.training.ppo import PPOConfig, PPOTrainer
 from tests.support import synthetic
@@ -37,6 +38,16 @@ def _run_es(tmp_path, sign: float, iterations: int):
     return start, trainer
 
 
+def _run_es_pairs(tmp_path, sign: float, iterations: int):
+    """ml-compiler-opt's sampling: every pair on its own draw of modules."""
+    env = synthetic.SyntheticEnvironment(sign)
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    cfg = ESConfig(iterations=iterations, perturbations=32, modules_per_pair=4, sigma=0.1, lr=0.1, seed=0)
+    trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
+    trainer.run()
+    return start, trainer
+
+
 def _run_ppo(tmp_path, sign: float, iterations: int):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, epochs=3)
@@ -46,7 +57,8 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
     return start, trainer
 
 
-@pytest.mark.parametrize("run,iterations", [(_run_es, 30), (_run_ppo, 80)], ids=["es", "ppo"])
+@pytest.mark.parametrize("run,iterations", [(_run_es, 30), (_run_es_pairs, 30), (_run_ppo, 80)],
+                         ids=["es", "es-pairs", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -57,6 +69,41 @@ def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_p
     assert trainer.best is not None and trainer.best <= REACH * synthetic.optimum_delta_percent(VALIDATION)
     _, flipped = run(tmp_path / "down", -1.0, iterations)
     assert synthetic.policy_delta_percent(flipped.current_policy(), HELD) > 0.5 * optimum
+
+
+class _FailingEnvironment(synthetic.SyntheticEnvironment):
+    """Records what each candidate compiled; ``failing`` modules fail."""
+
+    def __init__(self, failing: set[str]):
+        super().__init__(1.0)
+        self.failing = failing
+        self.items: list[tuple[int, str]] = []
+
+    def costs(self, policies, items, work):
+        self.items += [(i, m.name) for i, m in items]
+        return [None if m.name in self.failing else c for (_, m), c in zip(items, super().costs(policies, items, work))]
+
+
+def test_es_per_pair_draws_share_modules_within_a_pair_and_drop_only_a_failed_pair(tmp_path):
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    env = _FailingEnvironment(set())
+    cfg = ESConfig(iterations=1, perturbations=6, modules_per_pair=1, sigma=0.1, lr=0.1, seed=0)
+    ESTrainer(start, TRAIN, _baseline(), tmp_path / "a", cfg, env=env).run()
+    drawn = {}
+    for i, name in env.items:
+        drawn.setdefault(i, []).append(name)
+    assert sorted(drawn) == list(range(12))
+    assert all(drawn[2 * p] == drawn[2 * p + 1] for p in range(6))  # a pair's candidates: the same module
+    pair_modules = [drawn[2 * p][0] for p in range(6)]
+    assert len(set(pair_modules)) > 1  # pairs draw their own
+    failing = _FailingEnvironment({pair_modules[0]} - set(pair_modules[1:]))
+    ESTrainer(start, TRAIN, _baseline(), tmp_path / "b", cfg, env=failing).run()
+    m = json.loads((tmp_path / "b" / "metrics.jsonl").read_text().splitlines()[-1])
+    dropped = sum(name in failing.failing for name in pair_modules)
+    assert m["pairs_dropped"] == dropped >= 1 and m["failed_modules"] == dropped and m["modules"] == 6 - dropped
+    everything = _FailingEnvironment({e.name for e in TRAIN})
+    with pytest.raises(MloptError, match="no module compiled"):
+        ESTrainer(start, TRAIN, _baseline(), tmp_path / "c", cfg, env=everything).run()
 
 
 def test_es_metrics_log_the_step_control(tmp_path):

@@ -142,7 +142,8 @@ def cmd_train_es(args) -> int:
     from ..training import ESConfig, ESTrainer
 
     cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma, lr=args.lr,
-                   modules_per_perturbation=args.modules, seed=args.seed, optimizer=args.optimizer,
+                   modules_per_perturbation=args.modules, modules_per_pair=args.modules_per_pair or 0,
+                   seed=args.seed, optimizer=args.optimizer,
                    momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, buckets=args.buckets,
                    validate_every=args.validate_every)
     return _rollout_trainer(args, "es", cfg, ESTrainer, "evolution strategies")
@@ -326,6 +327,8 @@ def register(sub) -> None:
     es.add_argument("--shaping", choices=("rank", "zscore"), default="rank",
                     help="normalization of the candidates' values (rank)")
     es.add_argument("--modules", type=positive_int, default=16, help="modules per iteration, for every candidate (16)")
+    es.add_argument("--modules-per-pair", type=positive_int, metavar="K",
+                    help="instead: each antithetic pair draws its own K modules (ml-compiler-opt: 1 module, 100 pairs)")
     _rollout_trainer_options(es)
     es.set_defaults(func=cmd_train_es)
 

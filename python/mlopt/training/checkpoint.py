@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +29,8 @@ def load_checkpoint(run_dir: Path, config) -> dict[str, np.ndarray] | None:
     with np.load(path) as z:
         saved = json.loads(bytes(z["config"]).decode())
         mine = asdict(config)
+        # A setting newer than the checkpoint was saved with its default.
+        saved = {f.name: f.default for f in fields(config)} | saved
         changed = [k for k in mine if k != "iterations" and saved.get(k) != mine[k]]
         if changed:
             raise MloptError(f"{path}: the run was started with other settings ({changed[0]}: "

@@ -62,6 +62,9 @@ class ESConfig:
     sigma: float = 0.05  # relative to each layer's weight scale
     lr: float = 0.05  # step in the normalized space (times the layer scale in weights)
     modules_per_perturbation: int = 16  # modules per iteration, compiled by every candidate
+    # ml-compiler-opt's sampling: each antithetic pair gets its own draw of this many modules, compiled by
+    # both of its candidates only (0: one draw of modules_per_perturbation for every candidate).
+    modules_per_pair: int = 0
     seed: int = 0
     optimizer: str = "sgd"  # "sgd" or "adam"
     momentum: float = 0.0  # sgd only
@@ -188,7 +191,6 @@ class ESTrainer:
         n = self.theta.size
         rng = np.random.default_rng([cfg.seed, i])
         eps = rng.standard_normal((self.pairs, n)).astype(np.float32)
-        chosen = [self.train[j] for j in self.sampler.sample(i, cfg.modules_per_perturbation)]
         work = self.run_dir / "work"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
@@ -196,16 +198,23 @@ class ESTrainer:
         step = cfg.sigma * self.scale
         candidates = [unflatten(self.template, self.theta + sign * step * eps[p])
                       for p in range(self.pairs) for sign in (1, -1)]  # 2p: +, 2p+1: -
-        items = [(c, e) for c in range(len(candidates)) for e in chosen]
-        costs = np.array([np.nan if c is None else c for c in self.env.costs(candidates, items, work)],
-                         np.float64).reshape(len(candidates), len(chosen))
-        ok = ~np.isnan(costs).any(axis=0)  # modules every candidate compiled
-        if not ok.any():
+        if cfg.modules_per_pair:
+            draws = [[self.train[j] for j in self.sampler.sample(i, cfg.modules_per_pair, stream=p + 1)]
+                     for p in range(self.pairs)]
+        else:
+            draws = [[self.train[j] for j in self.sampler.sample(i, cfg.modules_per_perturbation)]] * self.pairs
+        items = [(2 * p + sign, e) for p, chosen in enumerate(draws) for sign in (0, 1) for e in chosen]
+        flat = np.array([np.nan if c is None else c for c in self.env.costs(candidates, items, work)], np.float64)
+        deltas, compiled = self._deltas(draws, flat)
+        kept = ~np.isnan(deltas[0::2])  # pairs with a value (per-pair draws: a pair none of whose modules compiled)
+        if not kept.any():
             raise MloptError(f"iteration {i}: no module compiled for every candidate" + first_failure(self.env))
-        base = np.array([self.baseline[e.name] for e in chosen], np.float64)[ok]
-        deltas = 100.0 * (costs[:, ok].sum(axis=1) - base.sum()) / base.sum()  # per candidate, - = smaller
-        shaped = shape_values(-deltas, cfg.shaping).reshape(self.pairs, 2)
-        grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps).sum(axis=0) / (2 * self.pairs * cfg.sigma)
+        k = int(kept.sum())
+        signal = -deltas.reshape(self.pairs, 2)[kept]
+        if cfg.modules_per_pair:  # pairs drew different modules: shape the within-pair differences only
+            signal = signal - signal.mean(axis=1, keepdims=True)
+        shaped = shape_values(signal.reshape(-1), cfg.shaping).reshape(k, 2)
+        grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps[kept]).sum(axis=0) / (2 * k * cfg.sigma)
         update = self._update(grad.astype(np.float32))  # in the normalized space
         norm = float(np.linalg.norm(update))
         radius = cfg.sigma * math.sqrt(n)
@@ -216,13 +225,16 @@ class ESTrainer:
         elapsed = time.perf_counter() - start
         self.iteration += 1
         val = self.validate(self.theta, work) if self.iteration % cfg.validate_every == 0 else None
-        metrics = {"iteration": self.iteration, "train_delta_percent": float(deltas.mean()),
-                   "reward": float(-deltas.mean() / 100.0),
-                   "candidate_delta_min": float(deltas.min()), "candidate_delta_max": float(deltas.max()),
-                   "candidate_delta_std": float(deltas.std()),
-                   "pair_difference_mean_abs": float(np.abs(deltas[0::2] - deltas[1::2]).mean()),
+        values = deltas.reshape(self.pairs, 2)[kept]  # the candidates that have a value
+        drawn = sum(map(len, draws)) if cfg.modules_per_pair else len(draws[0])
+        metrics = {"iteration": self.iteration, "train_delta_percent": float(values.mean()),
+                   "reward": float(-values.mean() / 100.0),
+                   "candidate_delta_min": float(values.min()), "candidate_delta_max": float(values.max()),
+                   "candidate_delta_std": float(values.std()),
+                   "pair_difference_mean_abs": float(np.abs(values[:, 0] - values[:, 1]).mean()),
                    "update_norm": norm, "step_ratio": ratio, "step_capped": ratio > cfg.max_step,
-                   "pairs": self.pairs, "modules": int(ok.sum()), "failed_modules": int((~ok).sum()),
+                   "pairs": self.pairs, "pairs_dropped": self.pairs - k, "modules": compiled,
+                   "failed_modules": drawn - compiled,
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
                    "cache_hit_share": getattr(self.env, "cache_hits", 0) / len(items),
                    "validation_delta_percent": val}
@@ -236,6 +248,30 @@ class ESTrainer:
         self.save_checkpoint()
         shutil.rmtree(work, ignore_errors=True)
         return metrics
+
+    def _deltas(self, draws: list[list], flat: np.ndarray) -> tuple[np.ndarray, int]:
+        """Per candidate (2p: +, 2p+1: -), the total objective delta in % of its draw's heuristic baseline
+        (- = smaller; NaN: no value), and the number of modules counted. Over one shared draw, only the
+        modules every candidate compiled count; over per-pair draws, those both of the pair's did."""
+        deltas = np.full(2 * self.pairs, np.nan)
+        if not self.config.modules_per_pair:
+            chosen = draws[0]
+            costs = flat.reshape(2 * self.pairs, len(chosen))
+            ok = ~np.isnan(costs).any(axis=0)
+            if ok.any():
+                base = np.array([self.baseline[e.name] for e in chosen], np.float64)[ok]
+                deltas[:] = 100.0 * (costs[:, ok].sum(axis=1) - base.sum()) / base.sum()
+            return deltas, int(ok.sum())
+        at, counted = 0, 0
+        for p, chosen in enumerate(draws):
+            costs = flat[at:at + 2 * len(chosen)].reshape(2, len(chosen))
+            at += 2 * len(chosen)
+            ok = ~np.isnan(costs).any(axis=0)
+            if ok.any():
+                base = np.array([self.baseline[e.name] for e in chosen], np.float64)[ok]
+                deltas[2 * p:2 * p + 2] = 100.0 * (costs[:, ok].sum(axis=1) - base.sum()) / base.sum()
+                counted += int(ok.sum())
+        return deltas, counted
 
     def _update(self, grad: np.ndarray) -> np.ndarray:
         """The ascent step for gradient estimate ``grad`` (normalized space)."""
