@@ -88,6 +88,9 @@ def main() -> None:
     ap.add_argument("--es-modules", type=int, default=8)
     ap.add_argument("--es-lr", type=float, default=ESConfig.lr)
     ap.add_argument("--es-sigma", type=float, default=ESConfig.sigma)
+    ap.add_argument("--es-pairs", type=int, default=None, help="antithetic pairs (default: from the parameter count)")
+    ap.add_argument("--es-modules-per-pair", type=int, default=None, metavar="K",
+                    help="each pair draws its own K modules (instead of --es-modules shared by all)")
     ap.add_argument("--ppo-modules", type=int, default=32)
     ap.add_argument("--ppo-lr", type=float, default=3e-4)
     ap.add_argument("--ppo-temperature", type=float, default=PPOConfig.temperature)
@@ -119,9 +122,10 @@ def main() -> None:
             run = open_run(run_dir, force=True)  # a fresh run: nothing of an older one is resumed
             run.write_config({"kind": name, "benchmark": "bench_es_ppo", "seed": args.seed})
             if name == "es":
+                per_pair = {"modules_per_pair": args.es_modules_per_pair} if args.es_modules_per_pair else {}
                 cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=args.es_lr,
-                               sigma=args.es_sigma,
-                               validate_every=args.validate_every, keep_validated=True)
+                               sigma=args.es_sigma, perturbations=args.es_pairs,
+                               validate_every=args.validate_every, keep_validated=True, **per_pair)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool)
             else:
