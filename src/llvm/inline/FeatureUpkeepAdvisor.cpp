@@ -1,6 +1,9 @@
 #include "FeatureUpkeepAdvisor.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
 
 #if MLOPT_HAVE_FEATURE_UPKEEP
 #include "LLVMOption.h"
@@ -51,6 +54,12 @@ std::string featureUpkeepUnusableReason() {
 #define DEBUG_TYPE "inline-ml"
 
 namespace {
+/// MLOPT_INLINE_COST_MEMO: "0" (off), "stats" (on, counts printed at the end), else on.
+StringRef memoSetting() {
+  const char *Setting = std::getenv("MLOPT_INLINE_COST_MEMO");
+  return Setting ? StringRef(Setting) : StringRef();
+}
+
 CallBase *getInlinableCS(Instruction &I) {
   if (auto *CS = dyn_cast<CallBase>(&I))
     if (Function *Callee = CS->getCalledFunction())
@@ -66,7 +75,8 @@ FeatureUpkeepAdvisor::FeatureUpkeepAdvisor(Module &M, ModuleAnalysisManager &MAM
     : InlineAdvisor(M, MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager()),
       ModelRunner(std::move(Runner)), GetDefaultAdvice(std::move(GetDefaultAdvice)),
       CG(MAM.getResult<LazyCallGraphAnalysis>(M)), InitialIRSize(getModuleIRSize()),
-      CurrentIRSize(InitialIRSize), PSI(MAM.getResult<ProfileSummaryAnalysis>(M)) {
+      CurrentIRSize(InitialIRSize), PSI(MAM.getResult<ProfileSummaryAnalysis>(M)),
+      CostMemo(FAM, memoSetting() != "0") {
   if (cl::opt<float> *Threshold = findLLVMOption<float>("ml-advisor-size-increase-threshold"))
     SizeIncreaseThreshold = *Threshold;
   ModelRunner->switchContext("");
@@ -179,6 +189,7 @@ void FeatureUpkeepAdvisor::onSuccessfulInlining(const FeatureUpkeepAdvice &Advic
     PA.abandon<FunctionPropertiesAnalysis>();
     FAM.invalidate(*Caller, PA);
   }
+  CostMemo.forget(*Caller); // its body changed; the inliner invalidates its analyses only later
   Advice.updateCachedCallerFPI(*this);
   int64_t IRSizeAfter = getIRSize(*Caller) + (CalleeWasDeleted ? 0 : Advice.CalleeIRSize);
   CurrentIRSize += IRSizeAfter - (Advice.CallerIRSize + Advice.CalleeIRSize);
@@ -214,6 +225,12 @@ FunctionCounts &FeatureUpkeepAdvisor::getCachedFPI(Function &F) const {
   return InsertPair.first->second;
 }
 
+FeatureUpkeepAdvisor::~FeatureUpkeepAdvisor() {
+  if (memoSetting() == "stats")
+    errs() << "mlopt: inline cost memo: " << CostMemo.hits() << " hits, " << CostMemo.misses()
+           << " misses, " << CostMemo.unmemoized() << " call sites not memoized\n";
+}
+
 std::unique_ptr<InlineAdvice> FeatureUpkeepAdvisor::getAdviceImpl(CallBase &CB) {
   if (auto Skip = getSkipAdviceIfUnreachableCallsite(CB))
     return Skip;
@@ -241,15 +258,16 @@ std::unique_ptr<InlineAdvice> FeatureUpkeepAdvisor::getAdviceImpl(CallBase &CB) 
     return std::make_unique<InlineAdvice>(this, CB, ORE, Mandatory);
   }
 
+  InlineCostResults *Memo = CostMemo.entry(CB);
   int CostEstimate = 0;
   if (!Mandatory) {
-    auto IsCallSiteInlinable = llvm::getInliningCostEstimate(CB, TIR, GetAssumptionCache);
+    auto IsCallSiteInlinable = CostMemo.estimate(Memo, CB, TIR, GetAssumptionCache);
     if (!IsCallSiteInlinable)
       return std::make_unique<InlineAdvice>(this, CB, ORE, false);
     CostEstimate = *IsCallSiteInlinable;
   }
 
-  const auto CostFeatures = llvm::getInliningCostFeatures(CB, TIR, GetAssumptionCache);
+  const auto CostFeatures = CostMemo.features(Memo, CB, TIR, GetAssumptionCache);
   if (!CostFeatures)
     return std::make_unique<InlineAdvice>(this, CB, ORE, false);
 

@@ -15,6 +15,9 @@
 // dominator tree, as LLVM does, until the advisor has inlined into that
 // caller during the current inliner run; from then on of the reachable
 // blocks that CountsUpdater keeps (what a recomputed tree would answer).
+// LLVM's two inline cost analyses per call site go through InlineCostMemo
+// (LLVM 19; MLOPT_INLINE_COST_MEMO=0 turns it off, and with
+// MLOPT_INLINE_COST_MEMO=stats its counts are printed to stderr at the end).
 // Only for LLVM 19 (LLVM 22's advisor differs); makeInlineAdvisor() decides
 // when it may be used (featureUpkeepUsable()).
 //
@@ -22,6 +25,7 @@
 #ifndef MLOPT_LLVM_FEATUREUPKEEPADVISOR_H
 #define MLOPT_LLVM_FEATUREUPKEEPADVISOR_H
 
+#include "InlineCostMemo.h"
 #include "InlineFunctionCounts.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -57,6 +61,7 @@ public:
   FeatureUpkeepAdvisor(llvm::Module &M, llvm::ModuleAnalysisManager &MAM,
                        std::unique_ptr<llvm::MLModelRunner> ModelRunner,
                        std::function<bool(llvm::CallBase &)> GetDefaultAdvice);
+  ~FeatureUpkeepAdvisor() override;
 
   void onPassEntry(llvm::LazyCallGraph::SCC *SCC) override;
   void onPassExit(llvm::LazyCallGraph::SCC *SCC) override;
@@ -110,6 +115,7 @@ private:
   bool ForceStop = false;
   llvm::ProfileSummaryInfo &PSI;
   float SizeIncreaseThreshold = 2.0f;
+  InlineCostMemo CostMemo;
 };
 
 class FeatureUpkeepAdvice : public llvm::InlineAdvice {

@@ -1,0 +1,212 @@
+#include "InlineCostMemo.h"
+
+#include "llvm/Analysis/InlineCost.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/GlobalAlias.h"
+#include "llvm/IR/GlobalIFunc.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/Operator.h"
+
+#include <cstring>
+
+using namespace llvm;
+
+namespace mlopt {
+
+AnalysisKey InlineCostMemoAnalysis::Key;
+
+InlineCostMemoAnalysis::Result InlineCostMemoAnalysis::run(Function &Callee, FunctionAnalysisManager &) {
+  Result R;
+  for (BasicBlock &BB : Callee)
+    if (BB.hasAddressTaken()) {
+      R.Memoizable = false; // LLVM looks at the users of its block addresses, anywhere in the module
+      break;
+    }
+  return R;
+}
+
+namespace {
+
+template <typename T> void put(SmallVectorImpl<char> &Key, T Value) {
+  char Bytes[sizeof(T)];
+  std::memcpy(Bytes, &Value, sizeof(T));
+  Key.append(Bytes, Bytes + sizeof(T));
+}
+
+/// Whether constant C refers to code (a function, alias, ifunc or block
+/// address): LLVM may then analyse another function's body for this call.
+bool holdsCode(const Constant *C, unsigned Depth = 0) {
+  if (isa<ConstantData>(C) || isa<GlobalVariable>(C))
+    return false;
+  if (isa<GlobalValue>(C) || isa<BlockAddress>(C) || isa<DSOLocalEquivalent>(C) || isa<NoCFIValue>(C))
+    return true;
+  if (Depth > 8)
+    return true; // deep constant expressions: not worth the walk
+  for (const Use &U : C->operands())
+    if (holdsCode(cast<Constant>(U.get()), Depth + 1))
+      return true;
+  return false;
+}
+
+/// Appends what LLVM reads of pointer argument V when it strips in-bounds
+/// constant-offset GEPs and non-interposable aliases, and returns the base.
+Value *putPointerChain(Value *V, SmallVectorImpl<char> &Key) {
+  SmallPtrSet<Value *, 4> Visited;
+  Visited.insert(V);
+  do {
+    if (auto *GEP = dyn_cast<GEPOperator>(V)) {
+      put(Key, 'G');
+      put(Key, GEP->getSourceElementType());
+      put(Key, GEP->isInBounds());
+      put(Key, GEP->getNumIndices());
+      for (const Use &Index : GEP->indices())
+        put(Key, static_cast<const void *>(dyn_cast<Constant>(Index.get()))); // nullptr: not a constant
+      V = GEP->getPointerOperand();
+    } else if (auto *GA = dyn_cast<GlobalAlias>(V)) {
+      put(Key, 'A');
+      put(Key, GA->isInterposable());
+      if (GA->isInterposable())
+        break;
+      V = GA->getAliasee();
+    } else {
+      break;
+    }
+  } while (Visited.insert(V).second);
+  return V;
+}
+
+bool callsItself(Function &F) {
+  for (User *U : F.users())
+    if (auto *Call = dyn_cast<CallBase>(U))
+      if (Call->getFunction() == &F)
+        return true;
+  return false;
+}
+
+} // namespace
+
+bool appendInlineCostKey(CallBase &CB, SmallVectorImpl<char> &Key) {
+  Function *Callee = CB.getCalledFunction();
+  Function *Caller = CB.getFunction();
+  if (!Callee || Callee == Caller)
+    return false;
+  put(Key, CB.getOpcode());
+  put(Key, CB.getAttributes().getRawPointer());
+  put(Key, CB.getFunctionType());
+  put(Key, Callee->getCallingConv());
+  put(Key, Callee->getLinkage());
+  put(Key, Caller->hasMinSize());
+  put(Key, Caller->hasOptSize());
+  StringRef StackSize = Caller->getFnAttribute("inline-max-stacksize").getValueAsString();
+  put(Key, StackSize.size());
+  Key.append(StackSize.begin(), StackSize.end());
+  put(Key, callsItself(*Caller));
+  put(Key, Callee->hasLocalLinkage() && Callee->hasOneLiveUse()); // the sole call to a local function
+  const BasicBlock *Block = CB.getParent();
+  if (auto *II = dyn_cast<InvokeInst>(&CB))
+    Block = II->getNormalDest();
+  put(Key, isa<UnreachableInst>(Block->getTerminator())); // LLVM then allows no size growth
+  put(Key, CB.arg_size());
+  SmallVector<Value *, 8> Bases;
+  for (unsigned I = 0, E = CB.arg_size(); I != E; ++I) {
+    Value *V = CB.getArgOperand(I);
+    put(Key, V->getType());
+    if (auto *C = dyn_cast<Constant>(V)) {
+      if (holdsCode(C))
+        return false;
+      put(Key, 'c');
+      put(Key, static_cast<const void *>(C));
+    } else {
+      put(Key, 'v');
+    }
+    Value *Base = nullptr;
+    if (V->getType()->isPointerTy()) {
+      Base = putPointerChain(V, Key);
+      if (auto *C = dyn_cast<Constant>(Base)) {
+        if (holdsCode(C))
+          return false;
+        put(Key, 'C');
+        put(Key, static_cast<const void *>(C));
+      } else {
+        // Which argument first had this base (LLVM compares bases), and whether it is an alloca.
+        unsigned First = std::find(Bases.begin(), Bases.end(), Base) - Bases.begin();
+        put(Key, 'B');
+        put(Key, First);
+        if (auto *AI = dyn_cast<AllocaInst>(Base)) {
+          put(Key, AI->getAllocatedType());
+          put(Key, static_cast<const void *>(AI->getArraySize()));
+          put(Key, AI->getAlign().value());
+          put(Key, AI->getAddressSpace());
+        } else {
+          put(Key, static_cast<const void *>(nullptr));
+        }
+      }
+    }
+    Bases.push_back(Base);
+  }
+  return true;
+}
+
+InlineCostMemo::InlineCostMemo(FunctionAnalysisManager &FAM, bool Enabled)
+    : FAM(FAM), Enabled(Enabled && LLVM_VERSION_MAJOR == 19) {
+  if (this->Enabled)
+    FAM.registerPass([] { return InlineCostMemoAnalysis(); });
+}
+
+InlineCostResults *InlineCostMemo::entry(CallBase &CB) {
+  Function *Callee = CB.getCalledFunction();
+  if (!Enabled || !Callee) {
+    ++Unmemoized;
+    return nullptr;
+  }
+  auto &Memo = FAM.getResult<InlineCostMemoAnalysis>(*Callee);
+  KeyBuffer.clear();
+  if (!Memo.Memoizable || !appendInlineCostKey(CB, KeyBuffer)) {
+    ++Unmemoized;
+    return nullptr;
+  }
+  return &Memo.Entries.try_emplace(KeyBuffer.str()).first->second;
+}
+
+std::optional<int> InlineCostMemo::estimate(InlineCostResults *E, CallBase &CB, TargetTransformInfo &TTI,
+                                            GetAssumptionCacheFn GetAC) {
+  if (E && E->HaveEstimate) {
+    ++Hits;
+    return E->Estimate;
+  }
+  std::optional<int> Estimate = getInliningCostEstimate(CB, TTI, GetAC);
+  if (E) {
+    ++Misses;
+    E->HaveEstimate = true;
+    E->Estimate = Estimate;
+  }
+  return Estimate;
+}
+
+std::optional<InlineCostFeatures> InlineCostMemo::features(InlineCostResults *E, CallBase &CB,
+                                                           TargetTransformInfo &TTI,
+                                                           GetAssumptionCacheFn GetAC) {
+  if (E && E->HaveFeatures) {
+    ++Hits;
+    return E->Features;
+  }
+  std::optional<InlineCostFeatures> Features = getInliningCostFeatures(CB, TTI, GetAC);
+  if (E) {
+    ++Misses;
+    E->HaveFeatures = true;
+    E->Features = Features;
+  }
+  return Features;
+}
+
+void InlineCostMemo::forget(Function &F) {
+  if (!Enabled)
+    return;
+  if (auto *Memo = FAM.getCachedResult<InlineCostMemoAnalysis>(F))
+    Memo->Entries.clear();
+}
+
+} // namespace mlopt
