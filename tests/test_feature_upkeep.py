@@ -12,6 +12,7 @@ dominator tree and loop info after an inlining (``-debug-pass-manager``).
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
@@ -210,6 +211,120 @@ def test_inlining_deletes_the_callers_only_loop(llvm_tools, plugin, tmp_path):
     before, after = log["caller_basic_block_count"][:2, 0]
     assert after < before  # loop and exit are gone from @f's count
     assert out["mlopt"] == out["llvm"]
+
+
+# One callee asked about from many call sites whose contexts LLVM's cost
+# analyses tell apart (the key of mlopt's InlineCostMemo): arguments with
+# the same base and offset, other bases, one alloca at two offsets, other
+# constants, a non-constant, a call before unreachable, and repeats of the
+# same context in the same caller and in another one. @c8 differs from @c1
+# only in whether its pointers share a base; @d2 from @d1 only in an alloca
+# (LLVM marks an alloca argument nonnull, so @d1 says so of its own).
+MEMO_CONTEXTS = """
+declare void @use(i32)
+declare void @stop() noreturn
+
+define internal i32 @callee(ptr %p, ptr %q, i32 %n) {
+entry:
+  %same = icmp eq ptr %p, %q
+  br i1 %same, label %early, label %rest
+early:
+  ret i32 0
+rest:
+  %x = load i32, ptr %p
+  %big = icmp sgt i32 %n, 10
+  br i1 %big, label %wide, label %narrow
+wide:
+  %m = mul i32 %x, %n
+  %m2 = mul i32 %m, %x
+  %m3 = xor i32 %m2, %n
+  call void @use(i32 %m3)
+  store i32 %m3, ptr %q
+  ret i32 %m3
+narrow:
+  call void @use(i32 %x)
+  ret i32 %x
+}
+
+define internal i32 @sink(ptr %p, i32 %n) {
+  %x = load i32, ptr %p
+  %y = add i32 %x, %n
+  call void @use(i32 %y)
+  ret i32 %y
+}
+
+define i32 @caller(ptr %a, ptr %b, i32 %k) {
+entry:
+  %buf = alloca [8 x i32]
+  %b1 = getelementptr inbounds [8 x i32], ptr %buf, i64 0, i64 1
+  %c1 = call i32 @callee(ptr %a, ptr %a, i32 5)
+  %c8 = call i32 @callee(ptr %a, ptr %b, i32 5)
+  %c9 = call i32 @callee(ptr %buf, ptr %b, i32 5)
+  %d1 = call i32 @sink(ptr nonnull %a, i32 5)
+  %d2 = call i32 @sink(ptr %buf, i32 5)
+  %d3 = call i32 @sink(ptr %b, i32 5)
+  %c2 = call i32 @callee(ptr %a, ptr %b1, i32 5)
+  %c3 = call i32 @callee(ptr %buf, ptr %b1, i32 5)
+  %c4 = call i32 @callee(ptr %a, ptr %b1, i32 20)
+  %c5 = call i32 @callee(ptr %a, ptr %b1, i32 %k)
+  %c6 = call i32 @callee(ptr %a, ptr %b1, i32 5)
+  %s1 = add i32 %c1, %c2
+  %s2 = add i32 %s1, %c3
+  %s3 = add i32 %s2, %c4
+  %s4 = add i32 %s3, %c5
+  %s5 = add i32 %s4, %c6
+  %s6 = add i32 %s5, %c8
+  %s7 = add i32 %s6, %c9
+  %s8 = add i32 %s7, %d1
+  %s9 = add i32 %s8, %d2
+  %s10 = add i32 %s9, %d3
+  %z = icmp eq i32 %s10, 0
+  br i1 %z, label %dead, label %out
+dead:
+  %c7 = call i32 @callee(ptr %a, ptr %b1, i32 5)
+  call void @stop()
+  unreachable
+out:
+  ret i32 %s10
+}
+
+define i32 @other(ptr %x) {
+  %c = call i32 @callee(ptr %x, ptr %x, i32 5)
+  %d = call i32 @callee(ptr %x, ptr %x, i32 5)
+  %s = add i32 %c, %d
+  ret i32 %s
+}
+"""
+
+
+def test_inline_cost_memo_reuses_only_identical_contexts(llvm_tools, plugin, tmp_path):
+    """With the memo (LLVM 19) and without it, the same training log and
+    bitcode, while the memo answers the repeated contexts; the contexts it
+    must tell apart do get different cost features from LLVM. On LLVM 22 the
+    memo stays off (LLVM 20+ reads the caller's code around the call)."""
+    module = tmp_path / "memo.ll"
+    module.write_text(MEMO_CONTEXTS)
+    out, stats = {}, {}
+    for memo in ("0", "stats"):
+        log, bc = tmp_path / f"memo{memo}.log", tmp_path / f"memo{memo}.bc"
+        r = subprocess.run([llvm_tools["opt"], *opt_flags(training_log=log, overwrite_log=True, llvm=llvm_tools["major"]),
+                            "-mlopt-inline-features=mlopt", "-passes=default<Oz>", str(module), "-o", str(bc)],
+                           capture_output=True, text=True, check=True, env={**os.environ, "MLOPT_INLINE_COST_MEMO": memo})
+        out[memo] = (log.read_bytes(), bc.read_bytes())
+        stats[memo] = r.stderr
+    assert out["stats"] == out["0"]
+    assert "inline cost memo" not in stats["0"]
+    hits, misses, unmemoized = map(int, re.search(r"inline cost memo: (\d+) hits, (\d+) misses, (\d+) call sites",
+                                                  stats["stats"]).groups())
+    log = mlopt.read_log(out["0"][0])
+    costs = [c for c in ("sroa_savings", "cost_estimate", "dead_blocks", "simplified_instructions",
+                         "constant_args", "constant_offset_ptr_args", "callsite_cost", "last_call_to_static_bonus")]
+    rows = {tuple(int(log[c][i, 0]) for c in costs) for i in range(len(log[inliner.DECISION]))}
+    assert len(rows) >= 5, rows  # LLVM's analyses tell the contexts apart
+    if llvm_tools["major"] == 19:
+        assert hits >= 2 and misses >= 2 * (len(rows) - 1) and unmemoized == 0, (hits, misses, unmemoized)
+    else:
+        assert hits == misses == 0 and unmemoized > 0
 
 
 def test_bad_upkeep_values_are_refused(llvm_tools, plugin, tmp_path):
