@@ -307,9 +307,10 @@ def test_inline_cost_memo_reuses_only_identical_contexts(llvm_tools, plugin, tmp
     out, stats = {}, {}
     for memo in ("0", "stats"):
         log, bc = tmp_path / f"memo{memo}.log", tmp_path / f"memo{memo}.bc"
-        r = subprocess.run([llvm_tools["opt"], *opt_flags(training_log=log, overwrite_log=True, llvm=llvm_tools["major"]),
-                            "-mlopt-inline-features=mlopt", "-passes=default<Oz>", str(module), "-o", str(bc)],
-                           capture_output=True, text=True, check=True, env={**os.environ, "MLOPT_INLINE_COST_MEMO": memo})
+        flags = opt_flags(training_log=log, overwrite_log=True, llvm=llvm_tools["major"])
+        r = subprocess.run([llvm_tools["opt"], *flags, "-mlopt-inline-features=mlopt", "-passes=default<Oz>",
+                            str(module), "-o", str(bc)], capture_output=True, text=True, check=True,
+                           env={**os.environ, "MLOPT_INLINE_COST_MEMO": memo})
         out[memo] = (log.read_bytes(), bc.read_bytes())
         stats[memo] = r.stderr
     assert out["stats"] == out["0"]
@@ -317,12 +318,13 @@ def test_inline_cost_memo_reuses_only_identical_contexts(llvm_tools, plugin, tmp
     hits, misses, unmemoized = map(int, re.search(r"inline cost memo: (\d+) hits, (\d+) misses, (\d+) call sites",
                                                   stats["stats"]).groups())
     log = mlopt.read_log(out["0"][0])
-    costs = [c for c in ("sroa_savings", "cost_estimate", "dead_blocks", "simplified_instructions",
-                         "constant_args", "constant_offset_ptr_args", "callsite_cost", "last_call_to_static_bonus")]
+    costs = ("sroa_savings", "cost_estimate", "dead_blocks", "simplified_instructions", "constant_args",
+             "constant_offset_ptr_args", "callsite_cost", "last_call_to_static_bonus")
     rows = {tuple(int(log[c][i, 0]) for c in costs) for i in range(len(log[inliner.DECISION]))}
     assert len(rows) >= 5, rows  # LLVM's analyses tell the contexts apart
     if llvm_tools["major"] == 19:
-        assert hits >= 2 and misses >= 2 * (len(rows) - 1) and unmemoized == 0, (hits, misses, unmemoized)
+        # c6 repeats c2, @other's two calls repeat c1: 3 call sites, both analyses each
+        assert hits >= 6 and misses >= 2 * (len(rows) - 1) and unmemoized == 0, (hits, misses, unmemoized)
     else:
         assert hits == misses == 0 and unmemoized > 0
 

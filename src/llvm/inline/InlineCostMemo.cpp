@@ -18,11 +18,13 @@ namespace mlopt {
 
 AnalysisKey InlineCostMemoAnalysis::Key;
 
-InlineCostMemoAnalysis::Result InlineCostMemoAnalysis::run(Function &Callee, FunctionAnalysisManager &) {
+InlineCostMemoAnalysis::Result InlineCostMemoAnalysis::run(Function &Callee,
+                                                           FunctionAnalysisManager &) {
   Result R;
   for (BasicBlock &BB : Callee)
     if (BB.hasAddressTaken()) {
-      R.Memoizable = false; // LLVM looks at the users of its block addresses, anywhere in the module
+      R.Memoizable =
+          false; // LLVM looks at the users of its block addresses, anywhere in the module
       break;
     }
   return R;
@@ -41,7 +43,8 @@ template <typename T> void put(SmallVectorImpl<char> &Key, T Value) {
 bool holdsCode(const Constant *C, unsigned Depth = 0) {
   if (isa<ConstantData>(C) || isa<GlobalVariable>(C))
     return false;
-  if (isa<GlobalValue>(C) || isa<BlockAddress>(C) || isa<DSOLocalEquivalent>(C) || isa<NoCFIValue>(C))
+  if (isa<GlobalValue>(C) || isa<BlockAddress>(C) || isa<DSOLocalEquivalent>(C) ||
+      isa<NoCFIValue>(C))
     return true;
   if (Depth > 8)
     return true; // deep constant expressions: not worth the walk
@@ -63,7 +66,8 @@ Value *putPointerChain(Value *V, SmallVectorImpl<char> &Key) {
       put(Key, GEP->isInBounds());
       put(Key, GEP->getNumIndices());
       for (const Use &Index : GEP->indices())
-        put(Key, static_cast<const void *>(dyn_cast<Constant>(Index.get()))); // nullptr: not a constant
+        put(Key,
+            static_cast<const void *>(dyn_cast<Constant>(Index.get()))); // nullptr: not a constant
       V = GEP->getPointerOperand();
     } else if (auto *GA = dyn_cast<GlobalAlias>(V)) {
       put(Key, 'A');
@@ -104,7 +108,8 @@ bool appendInlineCostKey(CallBase &CB, SmallVectorImpl<char> &Key) {
   put(Key, StackSize.size());
   Key.append(StackSize.begin(), StackSize.end());
   put(Key, callsItself(*Caller));
-  put(Key, Callee->hasLocalLinkage() && Callee->hasOneLiveUse()); // the sole call to a local function
+  put(Key,
+      Callee->hasLocalLinkage() && Callee->hasOneLiveUse()); // the sole call to a local function
   const BasicBlock *Block = CB.getParent();
   if (auto *II = dyn_cast<InvokeInst>(&CB))
     Block = II->getNormalDest();
@@ -171,8 +176,8 @@ InlineCostResults *InlineCostMemo::entry(CallBase &CB) {
   return &Memo.Entries.try_emplace(KeyBuffer.str()).first->second;
 }
 
-std::optional<int> InlineCostMemo::estimate(InlineCostResults *E, CallBase &CB, TargetTransformInfo &TTI,
-                                            GetAssumptionCacheFn GetAC) {
+std::optional<int> InlineCostMemo::estimate(InlineCostResults *E, CallBase &CB,
+                                            TargetTransformInfo &TTI, GetAssumptionCacheFn GetAC) {
   if (E && E->HaveEstimate) {
     ++Hits;
     return E->Estimate;

@@ -80,8 +80,8 @@ public:
 
   /// The entry for CB (nullptr: not memoized; compute every time).
   InlineCostResults *entry(llvm::CallBase &CB);
-  std::optional<int> estimate(InlineCostResults *E, llvm::CallBase &CB, llvm::TargetTransformInfo &TTI,
-                              GetAssumptionCacheFn GetAC);
+  std::optional<int> estimate(InlineCostResults *E, llvm::CallBase &CB,
+                              llvm::TargetTransformInfo &TTI, GetAssumptionCacheFn GetAC);
   std::optional<llvm::InlineCostFeatures> features(InlineCostResults *E, llvm::CallBase &CB,
                                                    llvm::TargetTransformInfo &TTI,
                                                    GetAssumptionCacheFn GetAC);
