@@ -54,6 +54,16 @@ bool holdsCode(const Constant *C, unsigned Depth = 0) {
   return false;
 }
 
+/// Appends Tag and constant C (uniqued: its address names it); false when C
+/// holds code, which the call site's key cannot stand for.
+bool putConstant(SmallVectorImpl<char> &Key, char Tag, const Constant *C) {
+  if (holdsCode(C))
+    return false;
+  put(Key, Tag);
+  put(Key, static_cast<const void *>(C));
+  return true;
+}
+
 /// Appends what LLVM reads of pointer argument V when it strips in-bounds
 /// constant-offset GEPs and non-interposable aliases, and returns the base.
 Value *putPointerChain(Value *V, SmallVectorImpl<char> &Key) {
@@ -120,10 +130,8 @@ bool appendInlineCostKey(CallBase &CB, SmallVectorImpl<char> &Key) {
     Value *V = CB.getArgOperand(I);
     put(Key, V->getType());
     if (auto *C = dyn_cast<Constant>(V)) {
-      if (holdsCode(C))
+      if (!putConstant(Key, 'c', C))
         return false;
-      put(Key, 'c');
-      put(Key, static_cast<const void *>(C));
     } else {
       put(Key, 'v');
     }
@@ -131,10 +139,8 @@ bool appendInlineCostKey(CallBase &CB, SmallVectorImpl<char> &Key) {
     if (V->getType()->isPointerTy()) {
       Base = putPointerChain(V, Key);
       if (auto *C = dyn_cast<Constant>(Base)) {
-        if (holdsCode(C))
+        if (!putConstant(Key, 'C', C))
           return false;
-        put(Key, 'C');
-        put(Key, static_cast<const void *>(C));
       } else {
         // Which argument first had this base (LLVM compares bases), and whether it is an alloca.
         unsigned First = std::find(Bases.begin(), Bases.end(), Base) - Bases.begin();
@@ -176,35 +182,37 @@ InlineCostResults *InlineCostMemo::entry(CallBase &CB) {
   return &Memo.Entries.try_emplace(KeyBuffer.str()).first->second;
 }
 
-std::optional<int> InlineCostMemo::estimate(InlineCostResults *E, CallBase &CB,
-                                            TargetTransformInfo &TTI, GetAssumptionCacheFn GetAC) {
-  if (E && E->HaveEstimate) {
+namespace {
+/// E's result in Slot when Have says it is there (a hit), else Compute()'s,
+/// kept in E (a miss); without E (not memoized), Compute()'s.
+template <typename T, typename ComputeFn>
+T lookupOrCompute(InlineCostResults *E, bool InlineCostResults::*Have, T InlineCostResults::*Slot,
+                  uint64_t &Hits, uint64_t &Misses, ComputeFn Compute) {
+  if (E && E->*Have) {
     ++Hits;
-    return E->Estimate;
+    return E->*Slot;
   }
-  std::optional<int> Estimate = getInliningCostEstimate(CB, TTI, GetAC);
+  T Value = Compute();
   if (E) {
     ++Misses;
-    E->HaveEstimate = true;
-    E->Estimate = Estimate;
+    E->*Have = true;
+    E->*Slot = Value;
   }
-  return Estimate;
+  return Value;
+}
+} // namespace
+
+std::optional<int> InlineCostMemo::estimate(InlineCostResults *E, CallBase &CB,
+                                            TargetTransformInfo &TTI, GetAssumptionCacheFn GetAC) {
+  return lookupOrCompute(E, &InlineCostResults::HaveEstimate, &InlineCostResults::Estimate, Hits,
+                         Misses, [&] { return getInliningCostEstimate(CB, TTI, GetAC); });
 }
 
 std::optional<InlineCostFeatures> InlineCostMemo::features(InlineCostResults *E, CallBase &CB,
                                                            TargetTransformInfo &TTI,
                                                            GetAssumptionCacheFn GetAC) {
-  if (E && E->HaveFeatures) {
-    ++Hits;
-    return E->Features;
-  }
-  std::optional<InlineCostFeatures> Features = getInliningCostFeatures(CB, TTI, GetAC);
-  if (E) {
-    ++Misses;
-    E->HaveFeatures = true;
-    E->Features = Features;
-  }
-  return Features;
+  return lookupOrCompute(E, &InlineCostResults::HaveFeatures, &InlineCostResults::Features, Hits,
+                         Misses, [&] { return getInliningCostFeatures(CB, TTI, GetAC); });
 }
 
 void InlineCostMemo::forget(Function &F) {
