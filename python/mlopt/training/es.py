@@ -210,7 +210,8 @@ class ESTrainer:
         if not kept.any():
             raise MloptError(f"iteration {i}: no module compiled for every candidate" + first_failure(self.env))
         k = int(kept.sum())
-        signal = -deltas.reshape(self.pairs, 2)[kept]
+        values = deltas.reshape(self.pairs, 2)[kept]  # the candidates that have a value
+        signal = -values
         if cfg.modules_per_pair:  # pairs drew different modules: shape the within-pair differences only
             signal = signal - signal.mean(axis=1, keepdims=True)
         shaped = shape_values(signal.reshape(-1), cfg.shaping).reshape(k, 2)
@@ -225,7 +226,6 @@ class ESTrainer:
         elapsed = time.perf_counter() - start
         self.iteration += 1
         val = self.validate(self.theta, work) if self.iteration % cfg.validate_every == 0 else None
-        values = deltas.reshape(self.pairs, 2)[kept]  # the candidates that have a value
         drawn = sum(map(len, draws)) if cfg.modules_per_pair else len(draws[0])
         metrics = {"iteration": self.iteration, "train_delta_percent": float(values.mean()),
                    "reward": float(-values.mean() / 100.0),
@@ -253,25 +253,22 @@ class ESTrainer:
         """Per candidate (2p: +, 2p+1: -), the total objective delta in % of its draw's heuristic baseline
         (- = smaller; NaN: no value), and the number of modules counted. Over one shared draw, only the
         modules every candidate compiled count; over per-pair draws, those both of the pair's did."""
-        deltas = np.full(2 * self.pairs, np.nan)
         if not self.config.modules_per_pair:
-            chosen = draws[0]
-            costs = flat.reshape(2 * self.pairs, len(chosen))
-            ok = ~np.isnan(costs).any(axis=0)
-            if ok.any():
-                base = np.array([self.baseline[e.name] for e in chosen], np.float64)[ok]
-                deltas[:] = 100.0 * (costs[:, ok].sum(axis=1) - base.sum()) / base.sum()
-            return deltas, int(ok.sum())
-        at, counted = 0, 0
+            return self._draw_deltas(draws[0], flat.reshape(2 * self.pairs, -1))
+        deltas, counted, at = np.full(2 * self.pairs, np.nan), 0, 0
         for p, chosen in enumerate(draws):
-            costs = flat[at:at + 2 * len(chosen)].reshape(2, len(chosen))
+            deltas[2 * p:2 * p + 2], n = self._draw_deltas(chosen, flat[at:at + 2 * len(chosen)].reshape(2, -1))
             at += 2 * len(chosen)
-            ok = ~np.isnan(costs).any(axis=0)
-            if ok.any():
-                base = np.array([self.baseline[e.name] for e in chosen], np.float64)[ok]
-                deltas[2 * p:2 * p + 2] = 100.0 * (costs[:, ok].sum(axis=1) - base.sum()) / base.sum()
-                counted += int(ok.sum())
+            counted += n
         return deltas, counted
+
+    def _draw_deltas(self, chosen: list, costs: np.ndarray) -> tuple[np.ndarray, int]:
+        """Each row's (candidate's) delta in % over the modules of ``chosen`` that every row compiled."""
+        ok = ~np.isnan(costs).any(axis=0)
+        if not ok.any():
+            return np.full(len(costs), np.nan), 0
+        base = np.array([self.baseline[e.name] for e in chosen], np.float64)[ok]
+        return 100.0 * (costs[:, ok].sum(axis=1) - base.sum()) / base.sum(), int(ok.sum())
 
     def _update(self, grad: np.ndarray) -> np.ndarray:
         """The ascent step for gradient estimate ``grad`` (normalized space)."""
