@@ -28,6 +28,7 @@ from mlopt.corpus.manifest import read_manifest
 from mlopt.evaluation import plot_training_curve
 from mlopt.problems import load_weights
 from mlopt.rollouts import trace_corpus
+from mlopt.training.distill import distill
 from mlopt.training.environment import CompilerEnvironment, total_delta_percent
 from mlopt.training.es import ESConfig, ESTrainer
 from mlopt.training.ppo import PPOConfig, PPOTrainer
@@ -100,6 +101,9 @@ def main() -> None:
     ap.add_argument("--test-curve", type=int, default=0, metavar="N",
                     help="after training, also evaluate N of the validated policies on the test split "
                          "(evenly spaced; reported and plotted, never used to choose)")
+    ap.add_argument("--hidden", type=lambda t: tuple(int(v) for v in t.split(",") if v), default=None,
+                    metavar="N,N", help="start from a network of these hidden widths ('' for none: linear), "
+                    "distilled from BC on the training split's trace")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -112,6 +116,10 @@ def main() -> None:
             ds = trace_corpus(args.splits / s, pool=pool, quiet=True)
             results["llvm_version"] = ds.meta["llvm"]
             baseline.update({m: float(v) for m, v in zip(ds.modules, ds.text_size)})
+            if s == "train" and args.hidden is not None:
+                init, agreement = distill(init, ds.columns, args.hidden, seed=args.seed)
+                results["distilled"] = {"hidden": list(args.hidden), "agreement_with_bc": agreement}
+                print("distilled", json.dumps(results["distilled"]), flush=True)
         side = {s: [e for e in v if e.name in baseline] for s, v in side.items()}
         env = CompilerEnvironment(init.problem, pool)
         languages = module_languages(args.splits / "test")

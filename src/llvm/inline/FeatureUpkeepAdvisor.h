@@ -1,6 +1,6 @@
 //===- FeatureUpkeepAdvisor.h - LLVM's ML inline advisor, mlopt's upkeep -*- C++ -*-===//
 //
-// Contract: FeatureUpkeepAdvisor / FeatureUpkeepAdvice are LLVM 19's
+// Contract: FeatureUpkeepAdvisor / FeatureUpkeepAdvice are LLVM's (19, 22)
 // MLInlineAdvisor / MLInlineAdvice (the same 38 feature values for every
 // call site, the same module state: node and edge counts, call-site
 // heights, IR size and its growth guard, the same advice, remarks and
@@ -16,10 +16,9 @@
 // caller during the current inliner run; from then on of the reachable
 // blocks that CountsUpdater keeps (what a recomputed tree would answer).
 // LLVM's two inline cost analyses per call site go through InlineCostMemo
-// (LLVM 19; MLOPT_INLINE_COST_MEMO=0 turns it off, and with
+// (MLOPT_INLINE_COST_MEMO=0 turns it off, and with
 // MLOPT_INLINE_COST_MEMO=stats its counts are printed to stderr at the end).
-// Only for LLVM 19 (LLVM 22's advisor differs); makeInlineAdvisor() decides
-// when it may be used (featureUpkeepUsable()).
+// makeInlineAdvisor() decides when it may be used (featureUpkeepUsable()).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_FEATUREUPKEEPADVISOR_H

@@ -8,7 +8,9 @@
 #include "llvm/IR/GlobalIFunc.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/Module.h"
 #include "llvm/IR/Operator.h"
+#include "llvm/TargetParser/Triple.h"
 
 #include <cstring>
 
@@ -21,6 +23,14 @@ AnalysisKey InlineCostMemoAnalysis::Key;
 InlineCostMemoAnalysis::Result InlineCostMemoAnalysis::run(Function &Callee,
                                                            FunctionAnalysisManager &) {
   Result R;
+  // The key was derived for X86's cost hooks and the target-independent ones
+  // (no triple), which read nothing of the caller (other targets'
+  // getInlineCallPenalty, getCallerAllocaCost and adjustInliningThreshold may).
+  Triple Target(Callee.getParent()->getTargetTriple());
+  if (Target.getArch() != Triple::UnknownArch && !Target.isX86()) {
+    R.Memoizable = false;
+    return R;
+  }
   for (BasicBlock &BB : Callee)
     if (BB.hasAddressTaken()) {
       R.Memoizable =
@@ -133,6 +143,12 @@ bool appendInlineCostKey(CallBase &CB, SmallVectorImpl<char> &Key) {
       if (!putConstant(Key, 'c', C))
         return false;
     } else {
+#if LLVM_VERSION_MAJOR >= 20
+      // LLVM 20+ maps each formal argument to the caller's value and folds an
+      // extractvalue of it through the caller's insertvalue chain.
+      if (V->getType()->isAggregateType())
+        return false;
+#endif
       put(Key, 'v');
     }
     Value *Base = nullptr;
@@ -162,7 +178,7 @@ bool appendInlineCostKey(CallBase &CB, SmallVectorImpl<char> &Key) {
 }
 
 InlineCostMemo::InlineCostMemo(FunctionAnalysisManager &FAM, bool Enabled)
-    : FAM(FAM), Enabled(Enabled && LLVM_VERSION_MAJOR == 19) {
+    : FAM(FAM), Enabled(Enabled && (LLVM_VERSION_MAJOR == 19 || LLVM_VERSION_MAJOR == 22)) {
   if (this->Enabled)
     FAM.registerPass([] { return InlineCostMemoAnalysis(); });
 }

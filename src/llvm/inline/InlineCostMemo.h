@@ -1,13 +1,14 @@
-//===- InlineCostMemo.h - LLVM 19's inline cost analyses, memoized -*- C++ -*-===//
+//===- InlineCostMemo.h - LLVM's inline cost analyses, memoized -*- C++ -*-===//
 //
 // Contract: InlineCostMemo answers llvm::getInliningCostEstimate and
 // llvm::getInliningCostFeatures (as MLInlineAdvisor calls them: the callee's
-// TTI and assumption cache, no BFI, PSI or remarks) with exactly the values
-// those functions return, computing them only for call sites it has not
-// seen in the same context. A result is reused for another call site to
+// TTI and assumption cache, no BFI, TLI, PSI or remarks) with exactly the
+// values those functions return, computing them only for call sites it has
+// not seen in the same context. A result is reused for another call site to
 // the same callee when the callee is unchanged and the call site's key is
-// equal. The key holds everything LLVM 19's CallAnalyzer reads outside the
-// callee's body: the call's kind and attribute list, the caller's minsize,
+// equal. The key holds everything the CallAnalyzer of LLVM 19.1 and 22.1
+// reads outside the callee's body (X86's and the target-independent cost
+// hooks read nothing of the caller): the call's kind and attribute list, the caller's minsize,
 // optsize, "inline-max-stacksize" and whether it calls itself, whether this
 // is the sole call to a local function, whether the call's block ends in
 // unreachable, and per argument its type, the constant it is (if one), and
@@ -19,9 +20,12 @@
 // function whose attributes it changes), and forget() drops a function's
 // memo when the advisor inlines into it, before the inliner invalidates.
 // Not memoized: calls with a constant argument that holds code (a nested
-// analysis of another function's body), callees with address-taken blocks,
-// and every call site on other LLVM majors (LLVM 20+ substitutes caller
-// values and looks at the caller's dominating conditions).
+// analysis of another function's body); on LLVM 22, calls with a
+// non-constant aggregate argument (LLVM 20+ maps formal arguments to the
+// caller's values and folds extractvalue through the caller's insertvalue);
+// callees with address-taken blocks; modules for targets other than X86
+// (no triple counts as target-independent);
+// LLVM majors other than 19 and 22 (not audited).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_INLINECOSTMEMO_H
@@ -75,7 +79,7 @@ class InlineCostMemo {
 public:
   using GetAssumptionCacheFn = llvm::function_ref<llvm::AssumptionCache &(llvm::Function &)>;
 
-  /// Registers the memo analysis with FAM. Enabled: memoize (LLVM 19 only).
+  /// Registers the memo analysis with FAM. Enabled: memoize (LLVM 19 and 22).
   InlineCostMemo(llvm::FunctionAnalysisManager &FAM, bool Enabled);
 
   /// The entry for CB (nullptr: not memoized; compute every time).
