@@ -117,12 +117,14 @@ def test_default_prior_adds_exactly_the_heuristics_vote(modules_and_vocab):
     batch = {name: np.concatenate([lg[name] for lg in logs if lg is not None]) for name in PROBLEM.feature_names}
     default = batch["inlining_default"].reshape(-1)
     assert 0 < default.sum() < len(default)  # both answers occur
-    before = original.logits(batch)
-    for margin in (0.5, 4.0):
-        prior = with_default_prior(original, margin)
-        after = prior.logits(batch)
-        np.testing.assert_allclose((after[:, 1] - after[:, 0]) - (before[:, 1] - before[:, 0]),
-                                   margin * (default - 0.5), rtol=0, atol=1e-4)
+    linear = InlinePolicy.random(vocab, hidden=(), seed=4)
+    for net in (original, linear):
+        before = net.logits(batch)
+        for margin in (0.5, 4.0):
+            prior = with_default_prior(net, margin)
+            after = prior.logits(batch)
+            np.testing.assert_allclose((after[:, 1] - after[:, 0]) - (before[:, 1] - before[:, 0]),
+                                       margin * (default - 0.5), rtol=0, atol=1e-4)
     big = with_default_prior(original, 1e4)
     assert np.array_equal(big.decide(batch), default)
     with pytest.raises(ValueError, match="needs an 'inlining' policy"):

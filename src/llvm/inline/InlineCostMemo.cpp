@@ -20,23 +20,63 @@ namespace mlopt {
 
 AnalysisKey InlineCostMemoAnalysis::Key;
 
-InlineCostMemoAnalysis::Result InlineCostMemoAnalysis::run(Function &Callee,
-                                                           FunctionAnalysisManager &) {
-  Result R;
+namespace {
+
+/// Whether V turns a pointer into address bits (ptrtoint, LLVM 22's
+/// ptrtoaddr): folding those bits reads a global's alignment, which
+/// InstCombine may raise while working on another function.
+bool isAddressBits(const Value *V) {
+#if LLVM_VERSION_MAJOR >= 22
+  if (isa<PtrToAddrOperator>(V))
+    return true;
+#endif
+  return isa<PtrToIntOperator>(V);
+}
+
+/// Whether constant C has address bits anywhere in it (true past Depth 8).
+bool holdsAddressBits(const Constant *C, unsigned Depth = 0) {
+  if (isa<ConstantData>(C) || isa<GlobalValue>(C))
+    return false;
+  if (isAddressBits(C) || Depth > 8)
+    return true;
+  for (const Use &U : C->operands())
+    if (holdsAddressBits(cast<Constant>(U.get()), Depth + 1))
+      return true;
+  return false;
+}
+
+/// Why LLVM's analyses of a call to Callee may read more than Callee and
+/// the call site's key, or nullptr.
+const char *unmemoizableReason(Function &Callee) {
   // The key was derived for X86's cost hooks and the target-independent ones
   // (no triple), which read nothing of the caller (other targets'
   // getInlineCallPenalty, getCallerAllocaCost and adjustInliningThreshold may).
   Triple Target(Callee.getParent()->getTargetTriple());
-  if (Target.getArch() != Triple::UnknownArch && !Target.isX86()) {
-    R.Memoizable = false;
-    return R;
-  }
-  for (BasicBlock &BB : Callee)
-    if (BB.hasAddressTaken()) {
-      R.Memoizable =
-          false; // LLVM looks at the users of its block addresses, anywhere in the module
-      break;
+  if (Target.getArch() != Triple::UnknownArch && !Target.isX86())
+    return "target";
+  for (BasicBlock &BB : Callee) {
+    if (BB.hasAddressTaken())
+      return "block address"; // LLVM looks at the users of its block addresses, anywhere in the module
+    for (Instruction &I : BB) {
+      if (auto *Call = dyn_cast<CallBase>(&I))
+        if (!Call->getCalledFunction() && !Call->isInlineAsm())
+          return "indirect call"; // may fold to a function whose body LLVM then analyses
+      if (isAddressBits(&I))
+        return "address bits";
+      for (const Use &Op : I.operands())
+        if (auto *C = dyn_cast<Constant>(Op.get()); C && holdsAddressBits(C))
+          return "address bits";
     }
+  }
+  return nullptr;
+}
+
+} // namespace
+
+InlineCostMemoAnalysis::Result InlineCostMemoAnalysis::run(Function &Callee,
+                                                           FunctionAnalysisManager &) {
+  Result R;
+  R.Memoizable = unmemoizableReason(Callee) == nullptr;
   return R;
 }
 
@@ -65,9 +105,9 @@ bool holdsCode(const Constant *C, unsigned Depth = 0) {
 }
 
 /// Appends Tag and constant C (uniqued: its address names it); false when C
-/// holds code, which the call site's key cannot stand for.
+/// holds code or address bits, which the call site's key cannot stand for.
 bool putConstant(SmallVectorImpl<char> &Key, char Tag, const Constant *C) {
-  if (holdsCode(C))
+  if (holdsCode(C) || holdsAddressBits(C))
     return false;
   put(Key, Tag);
   put(Key, static_cast<const void *>(C));

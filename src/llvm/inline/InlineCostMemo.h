@@ -8,8 +8,9 @@
 // the same callee when the callee is unchanged and the call site's key is
 // equal. The key holds everything the CallAnalyzer of LLVM 19.1 and 22.1
 // reads outside the callee's body (X86's and the target-independent cost
-// hooks read nothing of the caller): the call's kind and attribute list, the caller's minsize,
-// optsize, "inline-max-stacksize" and whether it calls itself, whether this
+// hooks read nothing of the caller): the call's kind and attribute list,
+// the caller's minsize, optsize, "inline-max-stacksize" and whether it
+// calls itself, whether this
 // is the sole call to a local function, whether the call's block ends in
 // unreachable, and per argument its type, the constant it is (if one), and
 // for pointers the chain of GEPs and aliases LLVM strips (source types,
@@ -20,12 +21,15 @@
 // function whose attributes it changes), and forget() drops a function's
 // memo when the advisor inlines into it, before the inliner invalidates.
 // Not memoized: calls with a constant argument that holds code (a nested
-// analysis of another function's body); on LLVM 22, calls with a
-// non-constant aggregate argument (LLVM 20+ maps formal arguments to the
-// caller's values and folds extractvalue through the caller's insertvalue);
-// callees with address-taken blocks; modules for targets other than X86
-// (no triple counts as target-independent);
-// LLVM majors other than 19 and 22 (not audited).
+// analysis of another function's body) or address bits (ptrtoint: folding
+// them reads a global's alignment, which InstCombine may raise while working
+// on another function); on LLVM 22, calls with a non-constant aggregate
+// argument (LLVM 20+ maps formal arguments to the caller's values and folds
+// extractvalue through the caller's insertvalue); callees with an indirect
+// call (it may fold to a function whose body LLVM then analyses), with
+// address bits, or with address-taken blocks; modules for targets other
+// than X86 (no triple counts as target-independent); LLVM majors other than
+// 19 and 22 (not audited).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_INLINECOSTMEMO_H
@@ -62,7 +66,7 @@ struct InlineCostResults {
 class InlineCostMemoAnalysis : public llvm::AnalysisInfoMixin<InlineCostMemoAnalysis> {
 public:
   struct Result {
-    bool Memoizable = true; ///< false: the callee has address-taken blocks
+    bool Memoizable = true; ///< false: see unmemoizableReason() (InlineCostMemo.cpp)
     llvm::StringMap<InlineCostResults> Entries;
   };
   Result run(llvm::Function &Callee, llvm::FunctionAnalysisManager &FAM);

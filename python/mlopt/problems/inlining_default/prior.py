@@ -9,7 +9,7 @@ so where the original's own margin is below ``margin / 2`` the new policy
 decides as the heuristic does, and elsewhere as the original. One extra
 hidden unit per layer carries the heuristic's decision through the ReLUs
 (it is 0 when the heuristic says no and a positive constant when it says
-yes). Why: a network trained to imitate the decision it sees as an input
+yes); a linear policy gets the vote as the new input's weight. Why: a network trained to imitate the decision it sees as an input
 saturates (its margins grow without bound), and perturbation-based
 training (ES) or sampling (PPO) then never changes a decision; this prior
 starts from the heuristic's decisions with the original network's margins
@@ -36,12 +36,10 @@ def default_vocab(vocab: Vocab) -> Vocab:
 
 def with_default_prior(policy: MLPPolicy, margin: float) -> DefaultInformedPolicy:
     """The ``inlining-default`` policy described in the module docstring;
-    ``policy`` must be an ``inlining`` MLP (38 features) with at least one
-    hidden layer."""
+    ``policy`` must be an ``inlining`` MLP (38 features). Without a hidden
+    layer (a linear policy) the vote is a weight on the new input itself."""
     if policy.problem.name != "inlining":
         raise ValueError(f"with_default_prior needs an 'inlining' policy, not {policy.problem.name!r}")
-    if len(policy.layers) < 2:
-        raise ValueError("with_default_prior needs a policy with a hidden layer")
     if not margin > 0:
         raise ValueError("margin must be > 0")
     vocab = default_vocab(policy.vocab)
@@ -53,6 +51,14 @@ def with_default_prior(policy: MLPPolicy, margin: float) -> DefaultInformedPolic
     mid = (p0 + p1) / 2  # the carried unit: relu(p - mid) = 0 for "no", p1 - mid for "yes"
     old = [i for i in range(n) if i != col]  # the 38 features' positions among the 39
     (w, b), *rest = policy.layers
+    if not rest:  # linear: the vote is margin * ((p - p0) / (p1 - p0) - 1/2) on the "yes" logit
+        first = np.zeros((w.shape[0], 2 * n), np.float32)
+        first[:, old] = w[:, : n - 1]
+        first[:, [n + i for i in old]] = w[:, n - 1:]
+        first[1, col] = margin / (p1 - p0)
+        bias = b.astype(np.float64)
+        bias[1] -= margin * p0 / (p1 - p0) + margin / 2
+        return DefaultInformedPolicy(vocab, [(first, bias.astype(np.float32))])
     first = np.zeros((w.shape[0] + 1, 2 * n), np.float32)
     first[:-1, old] = w[:, : n - 1]
     first[:-1, [n + i for i in old]] = w[:, n - 1:]  # the squared block
