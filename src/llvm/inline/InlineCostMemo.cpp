@@ -56,7 +56,7 @@ const char *unmemoizableReason(Function &Callee) {
     return "target";
   for (BasicBlock &BB : Callee) {
     if (BB.hasAddressTaken())
-      return "block address"; // LLVM looks at the users of its block addresses, anywhere in the module
+      return "block address"; // LLVM looks at its users, anywhere in the module
     for (Instruction &I : BB) {
       if (auto *Call = dyn_cast<CallBase>(&I))
         if (!Call->getCalledFunction() && !Call->isInlineAsm())

@@ -9,12 +9,13 @@ so where the original's own margin is below ``margin / 2`` the new policy
 decides as the heuristic does, and elsewhere as the original. One extra
 hidden unit per layer carries the heuristic's decision through the ReLUs
 (it is 0 when the heuristic says no and a positive constant when it says
-yes); a linear policy gets the vote as the new input's weight. Why: a network trained to imitate the decision it sees as an input
-saturates (its margins grow without bound), and perturbation-based
-training (ES) or sampling (PPO) then never changes a decision; this prior
-starts from the heuristic's decisions with the original network's margins
-everywhere else, so a perturbation flips the call sites where the
-original's evidence against the heuristic is close to ``margin / 2``."""
+yes); a linear policy gets the vote as the new input's weight. Why: a
+network trained to imitate the decision it sees as an input saturates
+(its margins grow without bound), and perturbation-based training (ES) or
+sampling (PPO) then never changes a decision; this prior starts from the
+heuristic's decisions with the original network's margins everywhere
+else, so a perturbation flips the call sites where the original's
+evidence against the heuristic is close to ``margin / 2``."""
 
 from __future__ import annotations
 
