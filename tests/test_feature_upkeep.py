@@ -301,11 +301,9 @@ define i32 @pair(ptr %p, i32 %k, {i32, i32} %s) {
   br i1 %big, label %wide, label %narrow
 wide:
   %m = mul i32 %v, %k
-  %m2 = mul i32 %m, %v
-  %m3 = xor i32 %m2, %k
-  call void @use(i32 %m3)
-  store i32 %m3, ptr %p
-  ret i32 %m3
+  call void @use(i32 %m)
+  store i32 %m, ptr %p
+  ret i32 %m
 narrow:
   ret i32 %v
 }
