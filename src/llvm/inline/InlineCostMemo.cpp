@@ -33,42 +33,47 @@ bool isAddressBits(const Value *V) {
   return isa<PtrToIntOperator>(V);
 }
 
-/// Whether constant C has address bits anywhere in it (true past Depth 8).
-bool holdsAddressBits(const Constant *C, unsigned Depth = 0) {
-  if (isa<ConstantData>(C) || isa<GlobalValue>(C))
+/// Whether constant C has address bits anywhere in it or, with Code, refers
+/// to code (a function, alias, ifunc or block address: LLVM may then analyse
+/// another function's body for this call); true past Depth 8.
+bool holdsAddressBitsOrCode(const Constant *C, bool Code, unsigned Depth = 0) {
+  if (isa<ConstantData>(C) || isa<GlobalVariable>(C))
     return false;
+  if (isa<GlobalValue>(C) || isa<BlockAddress>(C) || isa<DSOLocalEquivalent>(C) ||
+      isa<NoCFIValue>(C))
+    return Code; // the code these name holds no address bits of its own
   if (isAddressBits(C) || Depth > 8)
-    return true;
+    return true; // deep constant expressions: not worth the walk
   for (const Use &U : C->operands())
-    if (holdsAddressBits(cast<Constant>(U.get()), Depth + 1))
+    if (holdsAddressBitsOrCode(cast<Constant>(U.get()), Code, Depth + 1))
       return true;
   return false;
 }
 
-/// Why LLVM's analyses of a call to Callee may read more than Callee and
-/// the call site's key, or nullptr.
-const char *unmemoizableReason(Function &Callee) {
+/// Whether LLVM's analyses of a call to Callee read only Callee and the call
+/// site's key.
+bool memoizable(Function &Callee) {
   // The key was derived for X86's cost hooks and the target-independent ones
   // (no triple), which read nothing of the caller (other targets'
   // getInlineCallPenalty, getCallerAllocaCost and adjustInliningThreshold may).
   Triple Target(Callee.getParent()->getTargetTriple());
   if (Target.getArch() != Triple::UnknownArch && !Target.isX86())
-    return "target";
+    return false;
   for (BasicBlock &BB : Callee) {
     if (BB.hasAddressTaken())
-      return "block address"; // LLVM looks at its users, anywhere in the module
+      return false; // LLVM looks at its block addresses' users, anywhere in the module
     for (Instruction &I : BB) {
       if (auto *Call = dyn_cast<CallBase>(&I))
         if (!Call->getCalledFunction() && !Call->isInlineAsm())
-          return "indirect call"; // may fold to a function whose body LLVM then analyses
+          return false; // may fold to a function whose body LLVM then analyses
       if (isAddressBits(&I))
-        return "address bits";
+        return false;
       for (const Use &Op : I.operands())
-        if (auto *C = dyn_cast<Constant>(Op.get()); C && holdsAddressBits(C))
-          return "address bits";
+        if (auto *C = dyn_cast<Constant>(Op.get()); C && holdsAddressBitsOrCode(C, /*Code=*/false))
+          return false;
     }
   }
-  return nullptr;
+  return true;
 }
 
 } // namespace
@@ -76,7 +81,7 @@ const char *unmemoizableReason(Function &Callee) {
 InlineCostMemoAnalysis::Result InlineCostMemoAnalysis::run(Function &Callee,
                                                            FunctionAnalysisManager &) {
   Result R;
-  R.Memoizable = unmemoizableReason(Callee) == nullptr;
+  R.Memoizable = memoizable(Callee);
   return R;
 }
 
@@ -88,26 +93,10 @@ template <typename T> void put(SmallVectorImpl<char> &Key, T Value) {
   Key.append(Bytes, Bytes + sizeof(T));
 }
 
-/// Whether constant C refers to code (a function, alias, ifunc or block
-/// address): LLVM may then analyse another function's body for this call.
-bool holdsCode(const Constant *C, unsigned Depth = 0) {
-  if (isa<ConstantData>(C) || isa<GlobalVariable>(C))
-    return false;
-  if (isa<GlobalValue>(C) || isa<BlockAddress>(C) || isa<DSOLocalEquivalent>(C) ||
-      isa<NoCFIValue>(C))
-    return true;
-  if (Depth > 8)
-    return true; // deep constant expressions: not worth the walk
-  for (const Use &U : C->operands())
-    if (holdsCode(cast<Constant>(U.get()), Depth + 1))
-      return true;
-  return false;
-}
-
 /// Appends Tag and constant C (uniqued: its address names it); false when C
 /// holds code or address bits, which the call site's key cannot stand for.
 bool putConstant(SmallVectorImpl<char> &Key, char Tag, const Constant *C) {
-  if (holdsCode(C) || holdsAddressBits(C))
+  if (holdsAddressBitsOrCode(C, /*Code=*/true))
     return false;
   put(Key, Tag);
   put(Key, static_cast<const void *>(C));

@@ -10,12 +10,12 @@
 // reads outside the callee's body (X86's and the target-independent cost
 // hooks read nothing of the caller): the call's kind and attribute list,
 // the caller's minsize, optsize, "inline-max-stacksize" and whether it
-// calls itself, whether this
-// is the sole call to a local function, whether the call's block ends in
-// unreachable, and per argument its type, the constant it is (if one), and
-// for pointers the chain of GEPs and aliases LLVM strips (source types,
-// inbounds, constant indices) to a base: a constant, or which earlier
-// argument shares it, and whether it is an alloca (with its type).
+// calls itself, whether this is the sole call to a local function, whether
+// the call's block ends in unreachable, and per argument its type, the
+// constant it is (if one), and for pointers the chain of GEPs and aliases
+// LLVM strips (source types, inbounds, constant indices) to a base: a
+// constant, or which earlier argument shares it, and whether it is an
+// alloca (with its type).
 // "Unchanged" is LLVM's analysis invalidation: the memo is a function
 // analysis of the callee (FunctionAttrs invalidates the callers of a
 // function whose attributes it changes), and forget() drops a function's
@@ -66,7 +66,7 @@ struct InlineCostResults {
 class InlineCostMemoAnalysis : public llvm::AnalysisInfoMixin<InlineCostMemoAnalysis> {
 public:
   struct Result {
-    bool Memoizable = true; ///< false: see unmemoizableReason() (InlineCostMemo.cpp)
+    bool Memoizable = true; ///< false: see memoizable() (InlineCostMemo.cpp)
     llvm::StringMap<InlineCostResults> Entries;
   };
   Result run(llvm::Function &Callee, llvm::FunctionAnalysisManager &FAM);
