@@ -1,17 +1,19 @@
 #include "CompiledPolicy.h"
-#include "ByteSink.h"
-#include "FileBytes.h"
 #include "PolicyModel.h"
 
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace mlopt {
 
@@ -82,7 +84,7 @@ namespace {
 /// an ELF shared object whose headers and loaded segments lie inside them.
 /// glibc's dlopen maps segments without checking them against the file's
 /// size: a truncated library (a half-written copy) is a SIGBUS, not an error.
-std::string elfProblem(const std::string &Bytes) {
+std::string elfProblem(std::string_view Bytes) {
   if (Bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(Bytes.data(), ELFMAG, SELFMAG) != 0)
     return "not an ELF file";
   if (Bytes[EI_CLASS] != ELFCLASS64)
@@ -106,52 +108,135 @@ std::string elfProblem(const std::string &Bytes) {
   return "";
 }
 
-/// dlopen()s a private copy of the file, so that the policy in use cannot
-/// change or vanish under the compiler (a .so truncated in place while
-/// mapped would otherwise be a SIGBUS). The copy has a unique name (the
-/// dynamic loader reuses a loaded library of the same name) and is unlinked
-/// at once: its mapping lives on. Without a writable temporary directory
-/// the file itself is opened.
-void *openPrivateCopy(const std::string &Path, std::string &Error) {
-  std::string Bytes;
-  try {
-    Bytes = readFileBytes(Path, MaxPolicyFileBytes);
-  } catch (const FileError &E) {
-    Error = E.code().value() == EFBIG ? "larger than 256 MiB" : E.code().message();
-    return nullptr;
-  }
-  if (std::string Problem = elfProblem(Bytes); !Problem.empty()) {
-    Error = Problem;
-    return nullptr;
-  }
-  const char *Tmp = std::getenv("TMPDIR");
-  std::string Dir = std::string(Tmp && *Tmp ? Tmp : "/tmp") + "/mlopt-policy-XXXXXX";
-  std::string Copy;
-  if (::mkdtemp(Dir.data())) {
-    Copy = Dir + "/policy.so";
-    try {
-      std::unique_ptr<FdSink> Out = FdSink::create(Copy, /*Overwrite=*/false);
-      Out->write(Bytes.data(), Bytes.size());
-      Out->flush();
-    } catch (const FileError &) { // no room for the copy: open the file itself
-      ::unlink(Copy.c_str());
-      ::rmdir(Dir.c_str());
-      Copy.clear();
+/// Copies In to Out from the start, in the kernel where it can; false with
+/// errno set on an error, false with errno EFBIG past Limit bytes.
+bool copyFile(int In, int Out, uint64_t Limit) {
+  uint64_t Copied = 0;
+  bool Kernel = true;
+  std::vector<char> Chunk;
+  for (;;) {
+    ssize_t N;
+    if (Kernel) {
+      N = ::sendfile(Out, In, nullptr, size_t(1) << 20);
+      if (N < 0 && Copied == 0 && (errno == EINVAL || errno == ENOSYS)) {
+        Kernel = false; // not a regular file, or no sendfile: read and write
+        continue;
+      }
+    } else {
+      Chunk.resize(size_t(1) << 16);
+      N = ::read(In, Chunk.data(), Chunk.size());
+      for (ssize_t Done = 0; N > 0 && Done < N;) {
+        ssize_t W = ::write(Out, Chunk.data() + Done, size_t(N - Done));
+        if (W < 0 && errno != EINTR)
+          return false;
+        Done += W > 0 ? W : 0;
+      }
+    }
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N < 0)
+      return false;
+    if (N == 0)
+      return true;
+    if ((Copied += uint64_t(N)) > Limit) {
+      errno = EFBIG;
+      return false;
     }
   }
-  void *Handle = dlopen(
-      (Copy.empty() ? (Path.find('/') == std::string::npos ? "./" + Path : Path) : Copy).c_str(),
-      RTLD_NOW | RTLD_LOCAL);
-  if (!Handle) {
+}
+
+/// An unnamed private copy of Path: a memfd, else an O_TMPFILE in $TMPDIR
+/// (or /tmp). -1 with Error set when Path cannot be read; -1 with Error
+/// empty when the system offers neither kind of file.
+int privateCopy(const std::string &Path, std::string &Error) {
+  int In = ::open(Path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (In < 0) {
+    Error = std::strerror(errno);
+    return -1;
+  }
+  int Out = ::memfd_create("mlopt-policy", MFD_CLOEXEC);
+  if (Out < 0) {
+    const char *Tmp = std::getenv("TMPDIR");
+    Out = ::open(Tmp && *Tmp ? Tmp : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  }
+  if (Out >= 0 && !copyFile(In, Out, MaxPolicyFileBytes)) {
+    int E = errno;
+    ::close(Out);
+    Out = -1;
+    if (E != ENOSPC && E != EDQUOT) // no room for a copy is the system's limit
+      Error = E == EFBIG ? "larger than 256 MiB" : std::strerror(E);
+  }
+  ::close(In);
+  return Out;
+}
+
+/// elfProblem() of the file behind Fd.
+std::string elfProblemOf(int Fd) {
+  struct stat St;
+  if (::fstat(Fd, &St) != 0)
+    return std::strerror(errno);
+  if (St.st_size == 0)
+    return elfProblem({});
+  void *Map = ::mmap(nullptr, size_t(St.st_size), PROT_READ, MAP_PRIVATE, Fd, 0);
+  if (Map == MAP_FAILED)
+    return std::strerror(errno);
+  std::string Problem = elfProblem({static_cast<const char *>(Map), size_t(St.st_size)});
+  ::munmap(Map, size_t(St.st_size));
+  return Problem;
+}
+
+/// The name the dynamic loader opens Fd by, unique among the libraries it
+/// has loaded (it hands back a loaded library of the same name, and the
+/// number of a closed copy is reused): Fd moves to a higher number while
+/// its name is taken. "" when /proc is not mounted or no number is free.
+std::string loaderName(int &Fd) {
+  if (::access("/proc/self/fd", X_OK) != 0)
+    return "";
+  for (;;) {
+    std::string Name = "/proc/self/fd/" + std::to_string(Fd);
+    void *Loaded = dlopen(Name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (!Loaded) {
+      dlerror(); // "not loaded" is not an error to report later
+      return Name;
+    }
+    dlclose(Loaded);
+    int Higher = ::fcntl(Fd, F_DUPFD_CLOEXEC, Fd + 1);
+    if (Higher < 0)
+      return "";
+    ::close(Fd);
+    Fd = Higher;
+  }
+}
+
+/// dlopen()s an unnamed private copy of the file, so that the policy in use
+/// cannot change or vanish under the compiler (a .so truncated in place
+/// while mapped would otherwise be a SIGBUS). The copy is checked, then
+/// opened through /proc/self/fd; its mapping outlives the descriptor.
+/// Without memfd, O_TMPFILE or /proc the file itself is checked and opened.
+void *openPrivateCopy(const std::string &Path, std::string &Error) {
+  int Copy = privateCopy(Path, Error);
+  if (!Error.empty())
+    return nullptr;
+  std::string Name = Copy >= 0 ? loaderName(Copy) : "";
+  if (Name.empty()) { // no private copy: the file itself
+    if (Copy >= 0)
+      ::close(Copy);
+    Copy = ::open(Path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (Copy < 0) {
+      Error = std::strerror(errno);
+      return nullptr;
+    }
+    Name = Path.find('/') == std::string::npos ? "./" + Path : Path;
+  }
+  Error = elfProblemOf(Copy);
+  void *Handle = Error.empty() ? dlopen(Name.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  ::close(Copy);
+  if (!Handle && Error.empty()) {
     const char *Err = dlerror();
     Error = Err ? Err : "dlopen failed";
     // dlerror names the private copy; name the user's file instead.
-    if (size_t At = Copy.empty() ? std::string::npos : Error.find(Copy); At != std::string::npos)
-      Error.replace(At, Copy.size(), Path);
-  }
-  if (!Copy.empty()) {
-    ::unlink(Copy.c_str());
-    ::rmdir(Dir.c_str());
+    if (size_t At = Error.find(Name); At != std::string::npos && Name != Path)
+      Error.replace(At, Name.size(), Path);
   }
   return Handle;
 }

@@ -12,7 +12,6 @@
 #include "llvm/ADT/SCCIterator.h"
 #include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/CallGraph.h"
-#include "llvm/Analysis/FunctionPropertiesAnalysis.h"
 #include "llvm/Analysis/InlineCost.h"
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
@@ -69,10 +68,19 @@ CallBase *getInlinableCS(Instruction &I) {
 }
 } // namespace
 
+namespace {
+/// FAM, with FunctionCountsAnalysis registered (before any member asks it).
+FunctionAnalysisManager &withFunctionCounts(FunctionAnalysisManager &FAM) {
+  FAM.registerPass([] { return FunctionCountsAnalysis(); }); // false when already there
+  return FAM;
+}
+} // namespace
+
 FeatureUpkeepAdvisor::FeatureUpkeepAdvisor(Module &M, ModuleAnalysisManager &MAM,
                                            std::unique_ptr<MLModelRunner> Runner,
                                            std::function<bool(CallBase &)> GetDefaultAdvice)
-    : InlineAdvisor(M, MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager()),
+    : InlineAdvisor(M, withFunctionCounts(
+                           MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager())),
       ModelRunner(std::move(Runner)), GetDefaultAdvice(std::move(GetDefaultAdvice)),
       CG(MAM.getResult<LazyCallGraphAnalysis>(M)), InitialIRSize(getModuleIRSize()),
       CurrentIRSize(InitialIRSize), PSI(MAM.getResult<ProfileSummaryAnalysis>(M)),
@@ -186,7 +194,7 @@ void FeatureUpkeepAdvisor::onSuccessfulInlining(const FeatureUpkeepAdvice &Advic
   // dominator tree and loop info, to recompute them at once).
   {
     PreservedAnalyses PA = PreservedAnalyses::all();
-    PA.abandon<FunctionPropertiesAnalysis>();
+    PA.abandon<FunctionCountsAnalysis>();
     FAM.invalidate(*Caller, PA);
   }
   CostMemo.forget(*Caller); // its body changed; the inliner invalidates its analyses only later
@@ -221,7 +229,7 @@ FunctionCounts &FeatureUpkeepAdvisor::getCachedFPI(Function &F) const {
   if (!InsertPair.second)
     return InsertPair.first->second;
   // As LLVM: the analysis manager's result (cached or computed).
-  InsertPair.first->second = FunctionCounts::from(FAM.getResult<FunctionPropertiesAnalysis>(F));
+  InsertPair.first->second = FAM.getResult<FunctionCountsAnalysis>(F);
   return InsertPair.first->second;
 }
 

@@ -25,15 +25,15 @@ int64_t blocksFromCondition(const BasicBlock &BB) {
 int64_t usesOf(const Function &F) { return (!F.hasLocalLinkage() ? 1 : 0) + F.getNumUses(); }
 } // namespace
 
-FunctionCounts FunctionCounts::from(const FunctionPropertiesInfo &FPI) {
+FunctionCounts FunctionCounts::of(const Function &F) {
   FunctionCounts C;
-  C.BasicBlockCount = FPI.BasicBlockCount;
-  C.BlocksReachedFromConditionalInstruction = FPI.BlocksReachedFromConditionalInstruction;
-  C.Uses = FPI.Uses;
-  C.DirectCallsToDefinedFunctions = FPI.DirectCallsToDefinedFunctions;
-  C.TotalInstructionCount = FPI.TotalInstructionCount;
+  for (const BasicBlock *BB : reachableBlocks(F))
+    C.updateForBB(*BB, +1);
+  C.Uses = usesOf(F);
   return C;
 }
+
+AnalysisKey FunctionCountsAnalysis::Key;
 
 void FunctionCounts::updateForBB(const BasicBlock &BB, int64_t Direction) {
   BasicBlockCount += Direction;

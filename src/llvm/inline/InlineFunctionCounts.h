@@ -18,15 +18,20 @@
 // are not kept, so no LoopInfo is computed either.
 // finish() also keeps a caller's set of reachable blocks up to date (the
 // advisor's answer to "is this call site reachable?" after inlining).
+// FunctionCountsAnalysis gives, through the function analysis manager, the
+// counts FunctionPropertiesAnalysis gives, from one walk over the blocks
+// reachable from the entry (no dominator tree, no loop info). LLVM preserves
+// or abandons FunctionPropertiesAnalysis by name nowhere but in its ML
+// advisor, so a cached result of either lives exactly as long.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_INLINEFUNCTIONCOUNTS_H
 #define MLOPT_LLVM_INLINEFUNCTIONCOUNTS_H
 
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/Analysis/FunctionPropertiesAnalysis.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/InstrTypes.h"
+#include "llvm/IR/PassManager.h"
 
 #include <cstdint>
 
@@ -39,12 +44,22 @@ struct FunctionCounts {
   int64_t DirectCallsToDefinedFunctions = 0;
   int64_t TotalInstructionCount = 0;
 
-  static FunctionCounts from(const llvm::FunctionPropertiesInfo &FPI);
+  /// What FunctionPropertiesInfo::getFunctionPropertiesInfo counts for F.
+  static FunctionCounts of(const llvm::Function &F);
   void updateForBB(const llvm::BasicBlock &BB, int64_t Direction);
 };
 
 /// The blocks of F reachable from its entry (a walk over the current CFG).
 llvm::DenseSet<const llvm::BasicBlock *> reachableBlocks(const llvm::Function &F);
+
+class FunctionCountsAnalysis : public llvm::AnalysisInfoMixin<FunctionCountsAnalysis> {
+  friend llvm::AnalysisInfoMixin<FunctionCountsAnalysis>;
+  static llvm::AnalysisKey Key;
+
+public:
+  using Result = FunctionCounts;
+  Result run(llvm::Function &F, llvm::FunctionAnalysisManager &) { return FunctionCounts::of(F); }
+};
 
 class CountsUpdater {
 public:
