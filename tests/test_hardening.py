@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import errno
 import io
+import os
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import mlopt
@@ -171,6 +173,20 @@ for p in ({str(model)!r}, {str(so)!r}):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]  # no SIGBUS from the truncated .so
     assert r.stdout.split() == ["True", "PolicyError", "PolicyError"]
+
+
+def test_compiled_policies_loaded_in_turn_stay_distinct(tmp_path):
+    """Each compiled policy is dlopen()ed from its own unnamed copy, through
+    a descriptor number that a later load reuses once it is closed: the
+    loader, which hands back a loaded library of the same name, must still
+    load each new policy, and no descriptor may stay open."""
+    rows = np.zeros((3, 38), np.int64)
+    sos = [mlopt.compile_policy(mlopt.InlinePolicy.constant(d).export(tmp_path / f"m{k}"), tmp_path / f"p{k}.so")
+           for k, d in enumerate((1, 0, 1, 0))]
+    fds = len(os.listdir("/proc/self/fd"))
+    for so, expected in zip(sos * 2, (1, 0, 1, 0) * 2):
+        assert mlopt.load_policy(so).decide(rows).tolist() == [expected] * 3, so
+    assert len(os.listdir("/proc/self/fd")) == fds
 
 
 def test_errors_do_not_depend_on_how_input_arrives():

@@ -15,8 +15,9 @@
 // compiled from a bare .tflite. Inputs and outputs are passed in signature
 // order as pointers to dense row-major buffers. A missing symbol, another
 // ABI version or a malformed signature throws PolicyError naming the file.
-// The .so is loaded from a private in-memory copy: replacing or truncating
-// the file afterwards does not affect a loaded policy.
+// The .so is loaded from a private, unnamed copy (a memfd): replacing or
+// truncating the file afterwards does not affect a loaded policy, and no
+// temporary file is written.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_CORE_COMPILEDPOLICY_H

@@ -288,8 +288,10 @@ def compile_policy(model: str | os.PathLike, output: str | os.PathLike, *, cxx: 
         src = Path(tmp) / "policy.cpp"
         src.write_text(source)
         tmp_out = Path(tmp) / "policy.so"
-        cmd = [compiler, "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-math-errno",
-               str(src), "-o", str(tmp_out)]
+        # -ffp-contract=off: no fused multiply-add (clang fuses by default where the target has
+        # one), so every compiler gives numpy's bits.
+        cmd = [compiler, "-std=c++17", "-O3", "-ffp-contract=off", "-fPIC", "-shared", "-fvisibility=hidden",
+               "-fno-math-errno", str(src), "-o", str(tmp_out)]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
             first = next((ln for ln in result.stderr.splitlines() if "error" in ln), result.stderr.strip()[:200])
