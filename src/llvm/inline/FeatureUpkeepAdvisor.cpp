@@ -79,8 +79,8 @@ FunctionAnalysisManager &withFunctionCounts(FunctionAnalysisManager &FAM) {
 FeatureUpkeepAdvisor::FeatureUpkeepAdvisor(Module &M, ModuleAnalysisManager &MAM,
                                            std::unique_ptr<MLModelRunner> Runner,
                                            std::function<bool(CallBase &)> GetDefaultAdvice)
-    : InlineAdvisor(M, withFunctionCounts(
-                           MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager())),
+    : InlineAdvisor(
+          M, withFunctionCounts(MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager())),
       ModelRunner(std::move(Runner)), GetDefaultAdvice(std::move(GetDefaultAdvice)),
       CG(MAM.getResult<LazyCallGraphAnalysis>(M)), InitialIRSize(getModuleIRSize()),
       CurrentIRSize(InitialIRSize), PSI(MAM.getResult<ProfileSummaryAnalysis>(M)),
