@@ -6,7 +6,8 @@ compiled as that build compiles it (`clang-N`/`clang++-N -Oz -c`, without
 embedding bitcode), to an object that is thrown away. Configurations, run
 interleaved (every module under every configuration, in a rotating order,
 then the next module; --reps rounds), each module's time the best of its
-rounds (user + sys CPU seconds of the compiler process):
+runs (user + sys CPU seconds of the compiler process; after the first
+round a module under --min-seconds runs several times per round):
 
   stock        stock clang -Oz
   so-llvm      the plugin with a compiled .so policy evaluated at every
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import math
 import os
 import re
 import resource
@@ -146,6 +148,10 @@ def main() -> int:
     ap.add_argument("--configs", help="comma-separated subset of the configurations (stock is always measured)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="with --measure instructions: modules measured at once (counts do not depend on load)")
+    ap.add_argument("--min-seconds", type=float, default=0.3,
+                    help="with --measure cpu: after the first round, a module whose stock compile is faster than "
+                         "this runs every configuration ceil(S / its time) times per round (at most 20), "
+                         "interleaved, so that tiny modules get a best of more runs (0: once per round)")
     ap.add_argument("--save", help="append each module's measurements to this JSON-lines file as they finish")
     ap.add_argument("--stock-from", metavar="JSONL",
                     help="with --measure instructions: stock's counts from an earlier --save of the same LLVM "
@@ -199,6 +205,10 @@ def main() -> int:
     def measure_module(rep: int, i: int) -> None:
         name, cmd, cwd = cmds[i]
         order = names[(i + rep) % len(names):] + names[:(i + rep) % len(names)]
+        # After the first round, a module faster than --min-seconds runs its configurations
+        # several times over (interleaved) in each round: tiny compiles get a best of more runs.
+        if args.measure == "cpu" and rep > 0 and args.min_seconds > 0:
+            order = order * max(1, min(20, math.ceil(args.min_seconds / best["stock"][i])))
         objects = {}
         for n in order:
             out = str(work / f"{n}-{i}.o") if rep == 0 else os.devnull
@@ -208,7 +218,7 @@ def main() -> int:
                 best[n][i] = stock_counts[name]
             else:
                 best[n][i] = min(best[n][i], measure(c, cwd))
-            if rep == 0:
+            if rep == 0 and n not in objects:
                 objects[n] = Path(out).read_bytes()
                 os.unlink(out)
         for n in objects:
