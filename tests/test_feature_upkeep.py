@@ -402,6 +402,49 @@ def test_inline_cost_memo_skips_callees_that_analyse_other_functions(llvm_tools,
     assert unmemoized >= 2  # @c1's and @f's calls to @run
 
 
+MEMO_LOADED = """
+target triple = "x86_64-pc-linux-gnu"
+declare void @use(i64)
+@vt = constant [2 x ptr] [ptr @f, ptr @g]
+
+define void @run(ptr %obj) {
+  %fp = load ptr, ptr %obj
+  call void %fp()
+  %slot = getelementptr inbounds i8, ptr %obj, i64 8
+  %gp = load ptr, ptr %slot
+  %bits = ptrtoint ptr %gp to i64
+  call void @use(i64 %bits)
+  ret void
+}
+define void @c1() {
+  call void @run(ptr @vt)
+  ret void
+}
+define void @c2() {
+  call void @run(ptr @vt)
+  ret void
+}
+define void @f() {
+  call void @c1()
+  call void @use(i64 1)
+  ret void
+}
+define void @g() {
+  call void @use(i64 2)
+  ret void
+}
+"""
+
+
+def test_inline_cost_memo_keeps_callees_whose_pointers_come_from_memory(llvm_tools, plugin, tmp_path):
+    """An indirect call through a loaded pointer (a vtable slot, here of a
+    constant table naming @f, which changes as @c1 is inlined into it) and
+    the address bits of a loaded pointer never fold in LLVM's analysis:
+    such a callee is memoized, with the same log and bitcode as without."""
+    _, (hits, _, unmemoized) = _opt_memo_off_and_on(llvm_tools, MEMO_LOADED, tmp_path)
+    assert unmemoized == 0 and hits >= 2
+
+
 def test_bad_upkeep_values_are_refused(llvm_tools, plugin, tmp_path):
     module = tmp_path / "loop_into_loop.ll"
     module.write_text(LOOP_INTO_LOOP)

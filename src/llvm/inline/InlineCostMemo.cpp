@@ -33,6 +33,23 @@ bool isAddressBits(const Value *V) {
   return isa<PtrToIntOperator>(V);
 }
 
+/// Whether LLVM's analysis of the callee can never find V constant: V is
+/// computed from memory (LLVM never simplifies a load) or is a stack slot,
+/// through GEPs and casts (which fold only when every operand is constant).
+bool neverConstant(const Value *V) {
+  for (unsigned Depth = 0; Depth < 8; ++Depth) {
+    if (isa<LoadInst>(V) || isa<AllocaInst>(V))
+      return true;
+    if (const auto *GEP = dyn_cast<GetElementPtrInst>(V))
+      V = GEP->getPointerOperand();
+    else if (const auto *Cast = dyn_cast<CastInst>(V))
+      V = Cast->getOperand(0);
+    else
+      return false;
+  }
+  return false;
+}
+
 /// Whether constant C has address bits anywhere in it or, with Code, refers
 /// to code (a function, alias, ifunc or block address: LLVM may then analyse
 /// another function's body for this call); true past Depth 8.
@@ -63,10 +80,14 @@ bool memoizable(Function &Callee) {
     if (BB.hasAddressTaken())
       return false; // LLVM looks at its block addresses' users, anywhere in the module
     for (Instruction &I : BB) {
+      // An indirect call may fold to a function whose body LLVM then
+      // analyses; not through a pointer loaded from memory (a vtable slot).
       if (auto *Call = dyn_cast<CallBase>(&I))
-        if (!Call->getCalledFunction() && !Call->isInlineAsm())
-          return false; // may fold to a function whose body LLVM then analyses
-      if (isAddressBits(&I))
+        if (!Call->getCalledFunction() && !Call->isInlineAsm() &&
+            !neverConstant(Call->getCalledOperand()))
+          return false;
+      // Address bits fold (reading a global's alignment) only from a constant.
+      if (isAddressBits(&I) && !neverConstant(I.getOperand(0)))
         return false;
       for (const Use &Op : I.operands())
         if (auto *C = dyn_cast<Constant>(Op.get()); C && holdsAddressBitsOrCode(C, /*Code=*/false))

@@ -26,8 +26,9 @@
 // on another function); on LLVM 22, calls with a non-constant aggregate
 // argument (LLVM 20+ maps formal arguments to the caller's values and folds
 // extractvalue through the caller's insertvalue); callees with an indirect
-// call (it may fold to a function whose body LLVM then analyses), with
-// address bits, or with address-taken blocks; modules for targets other
+// call (it may fold to a function whose body LLVM then analyses) or address
+// bits, unless of a pointer loaded from memory or a stack slot (LLVM never
+// finds those constant), or with address-taken blocks; modules for targets other
 // than X86 (no triple counts as target-independent); LLVM majors other than
 // 19 and 22 (not audited).
 //
