@@ -4,6 +4,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
 
 using namespace llvm;
 
@@ -38,13 +39,20 @@ AnalysisKey FunctionCountsAnalysis::Key;
 void FunctionCounts::updateForBB(const BasicBlock &BB, int64_t Direction) {
   BasicBlockCount += Direction;
   BlocksReachedFromConditionalInstruction += Direction * blocksFromCondition(BB);
-  for (const Instruction &I : BB)
+  // One pass for BB.sizeWithoutDebug() (which skips debug and pseudo-probe
+  // intrinsics) and the direct calls (intrinsics are not counted either).
+  int64_t Size = 0;
+  for (const Instruction &I : BB) {
+    if (isa<DbgInfoIntrinsic>(I) || isa<PseudoProbeInst>(I))
+      continue;
+    ++Size;
     if (const auto *CS = dyn_cast<CallBase>(&I)) {
       const Function *Callee = CS->getCalledFunction();
       if (Callee && !Callee->isIntrinsic() && !Callee->isDeclaration())
         DirectCallsToDefinedFunctions += Direction;
     }
-  TotalInstructionCount += Direction * static_cast<int64_t>(BB.sizeWithoutDebug());
+  }
+  TotalInstructionCount += Direction * Size;
 }
 
 DenseSet<const BasicBlock *> reachableBlocks(const Function &F) {
