@@ -445,6 +445,77 @@ def test_inline_cost_memo_keeps_callees_whose_pointers_come_from_memory(llvm_too
     assert unmemoized == 0 and hits >= 2
 
 
+# The call-site height and the module's node and edge counts come from the
+# legacy CallGraph's SCCs reachable from its external calling node: @top
+# (external) and @taken (its address stored) are roots; @cb is reached only
+# through @broker's !callback edge, which also puts it in @top's SCC; @dead1
+# and @dead2 call each other and nothing reaches them, so they get no level
+# and are not nodes (the inliner alone, so that nothing deletes them first;
+# the inliner does not visit them either).
+LEVELS = """
+@fp = global ptr @taken
+declare !callback !0 void @broker(ptr, ptr)
+declare void @ext(i32)
+define internal void @leaf(i32 %x) {
+  call void @ext(i32 %x)
+  call void @ext(i32 %x)
+  ret void
+}
+define internal void @mid(i32 %x) {
+  call void @leaf(i32 %x)
+  call void @leaf(i32 1)
+  ret void
+}
+define void @top(i32 %x) {
+  call void @mid(i32 %x)
+  call void @broker(ptr @cb, ptr null)
+  ret void
+}
+define internal void @cb(ptr %p) {
+  call void @top(i32 3)
+  call void @leaf(i32 2)
+  ret void
+}
+define internal void @taken(i32 %x) {
+  call void @mid(i32 %x)
+  ret void
+}
+define internal void @dead1(i32 %x) {
+  call void @dead2(i32 %x)
+  call void @leaf(i32 %x)
+  ret void
+}
+define internal void @dead2(i32 %x) {
+  call void @dead1(i32 %x)
+  call void @ext(i32 %x)
+  ret void
+}
+!0 = !{!1}
+!1 = !{i64 0, i64 1, i1 false}
+"""
+
+
+def test_call_site_heights_and_node_counts_follow_llvms_call_graph(llvm_tools, plugin, tmp_path):
+    """mlopt computes the initial levels without building LLVM's CallGraph:
+    callback edges, roots and unreachable functions as LLVM has them."""
+    module = tmp_path / "levels.ll"
+    module.write_text(LEVELS)
+    out = {}
+    for upkeep in UPKEEPS:
+        log, bc = tmp_path / f"levels.{upkeep}.log", tmp_path / f"levels.{upkeep}.bc"
+        opt(llvm_tools, module, bc, *opt_flags(training_log=log, overwrite_log=True),
+            f"-mlopt-inline-features={upkeep}", pipeline="inliner-wrapper")
+        out[upkeep] = (log.read_bytes(), bc.read_bytes())
+    logs = _logs(out)
+    _assert_same_values(logs)
+    log = logs["mlopt"]
+    # mid's two calls (height 1); top's, cb's two and taken's (height 2: cb shares top's SCC)
+    assert log["callsite_height"][:, 0].tolist() == [1, 1, 2, 2, 2, 2]
+    assert log["node_count"][0, 0] == 5  # leaf, mid, top, cb, taken: not dead1, dead2
+    assert log["edge_count"][0, 0] == 6  # their calls to defined functions
+    assert out["mlopt"] == out["llvm"]
+
+
 def test_bad_upkeep_values_are_refused(llvm_tools, plugin, tmp_path):
     module = tmp_path / "loop_into_loop.ll"
     module.write_text(LOOP_INTO_LOOP)

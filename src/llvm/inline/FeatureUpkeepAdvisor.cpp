@@ -6,12 +6,11 @@
 #include <cstdlib>
 
 #if MLOPT_HAVE_FEATURE_UPKEEP
+#include "InlineFunctionLevels.h"
 #include "LLVMOption.h"
 #include "LLVMVersion.h"
 
-#include "llvm/ADT/SCCIterator.h"
 #include "llvm/Analysis/AssumptionCache.h"
-#include "llvm/Analysis/CallGraph.h"
 #include "llvm/Analysis/InlineCost.h"
 #include "llvm/Analysis/InlineModelFeatureMaps.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
@@ -59,13 +58,6 @@ StringRef memoSetting() {
   return Setting ? StringRef(Setting) : StringRef();
 }
 
-CallBase *getInlinableCS(Instruction &I) {
-  if (auto *CS = dyn_cast<CallBase>(&I))
-    if (Function *Callee = CS->getCalledFunction())
-      if (!Callee->isDeclaration())
-        return CS;
-  return nullptr;
-}
 } // namespace
 
 namespace {
@@ -90,28 +82,8 @@ FeatureUpkeepAdvisor::FeatureUpkeepAdvisor(Module &M, ModuleAnalysisManager &MAM
   ModelRunner->switchContext("");
   // The call-site height: the position of a function relative to the
   // farthest statically reachable SCC, fixed before inlining (as LLVM).
-  CallGraph CGraph(M);
-  for (auto I = scc_begin(&CGraph); !I.isAtEnd(); ++I) {
-    const std::vector<CallGraphNode *> &CGNodes = *I;
-    unsigned Level = 0;
-    for (auto *CGNode : CGNodes) {
-      Function *F = CGNode->getFunction();
-      if (!F || F->isDeclaration())
-        continue;
-      for (auto &Inst : instructions(F))
-        if (auto *CS = getInlinableCS(Inst)) {
-          auto Pos = FunctionLevels.find(&CG.get(*CS->getCalledFunction()));
-          if (Pos == FunctionLevels.end())
-            continue; // in this SCC
-          Level = std::max(Level, Pos->second + 1);
-        }
-    }
-    for (auto *CGNode : CGNodes) {
-      Function *F = CGNode->getFunction();
-      if (F && !F->isDeclaration())
-        FunctionLevels[&CG.get(*F)] = Level;
-    }
-  }
+  initialFunctionLevels(M,
+                        [&](Function &F, unsigned Level) { FunctionLevels[&CG.get(F)] = Level; });
   for (auto KVP : FunctionLevels) {
     AllNodes.insert(KVP.first);
     EdgeCount += getLocalCalls(KVP.first->getFunction());
