@@ -115,13 +115,13 @@ b:
 """
 
 
-def _opt_both(llvm_tools, module, tmp_path, *flags):
+def _opt_both(llvm_tools, module, tmp_path, *flags, pipeline="default<Oz>"):
     """{upkeep: (training log bytes, optimized bitcode bytes)}."""
     out = {}
     for upkeep in UPKEEPS:
         log, bc = tmp_path / f"{module.stem}.{upkeep}.log", tmp_path / f"{module.stem}.{upkeep}.bc"
         opt(llvm_tools, module, bc, *opt_flags(training_log=log, overwrite_log=True), *flags,
-            f"-mlopt-inline-features={upkeep}")
+            f"-mlopt-inline-features={upkeep}", pipeline=pipeline)
         out[upkeep] = (log.read_bytes(), bc.read_bytes())
     return out
 
@@ -500,12 +500,7 @@ def test_call_site_heights_and_node_counts_follow_llvms_call_graph(llvm_tools, p
     callback edges, roots and unreachable functions as LLVM has them."""
     module = tmp_path / "levels.ll"
     module.write_text(LEVELS)
-    out = {}
-    for upkeep in UPKEEPS:
-        log, bc = tmp_path / f"levels.{upkeep}.log", tmp_path / f"levels.{upkeep}.bc"
-        opt(llvm_tools, module, bc, *opt_flags(training_log=log, overwrite_log=True),
-            f"-mlopt-inline-features={upkeep}", pipeline="inliner-wrapper")
-        out[upkeep] = (log.read_bytes(), bc.read_bytes())
+    out = _opt_both(llvm_tools, module, tmp_path, pipeline="inliner-wrapper")
     logs = _logs(out)
     _assert_same_values(logs)
     log = logs["mlopt"]
