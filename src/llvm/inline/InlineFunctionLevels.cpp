@@ -23,6 +23,7 @@ struct Node {
   SmallVector<unsigned, 4> Edges;
   SmallVector<unsigned, 4> Calls;
   unsigned Index = 0, Low = 0; // Tarjan's (0: not visited yet)
+  unsigned StackPos = 0;       // where it was pushed on Tarjan's stack
   bool OnStack = false;
   int Level = -1; // -1: its SCC is not finished
 };
@@ -62,7 +63,7 @@ void initialFunctionLevels(Module &M, function_ref<void(Function &, unsigned)> V
   std::vector<unsigned> Stack;
   std::vector<std::pair<unsigned, unsigned>> Path; // (node, next edge)
   auto FinishSCC = [&](unsigned Root) {
-    auto Begin = std::find(Stack.begin(), Stack.end(), Root);
+    auto Begin = Stack.begin() + Nodes[Root].StackPos; // the SCC is the top of the stack
     unsigned Level = 0;
     for (auto It = Begin; It != Stack.end(); ++It)
       Nodes[*It].OnStack = false;
@@ -79,6 +80,7 @@ void initialFunctionLevels(Module &M, function_ref<void(Function &, unsigned)> V
   auto Enter = [&](unsigned V) {
     Nodes[V].Index = Nodes[V].Low = NextIndex++;
     Nodes[V].OnStack = true;
+    Nodes[V].StackPos = Stack.size();
     Stack.push_back(V);
     Path.push_back({V, 0});
   };
