@@ -155,14 +155,15 @@ def study(program, out: Path, args, seeds: dict[int, Path]) -> dict:
         e, _, cpu1 = cpu_call(estimate, trace, exe, cpu=args.cpu)
         # the llvm-mca costs cached: the steady-state estimate time
         e2, _, cpu2 = cpu_call(estimate, trace, exe, cpu=args.cpu)
-        rows[name] = {"predicted": e.instructions, "cycles": e.cycles, "cfg_differs": e.cfg_differs,
+        rows[name] = {"predicted": e.instructions, "cycles": e.cycles, "block_cycles": e.block_cycles,
+                      "cycles_model": e.cycles_model, "paths_costed": e.paths_costed, "cfg_differs": e.cfg_differs,
                       "cfg_differs_instruction_share": e.cfg_differs_instruction_share,
                       "estimate_s": e.seconds, "estimate_cached_s": e2.seconds, "estimate_cpu_s": cpu1,
                       "estimate_cached_cpu_s": cpu2, "correct": correct[name], "cpu": e.cpu,
                       "score": scores.get(name, float("nan"))}
     for name, exe in exes.items():
         m, rows[name]["valgrind_s"], rows[name]["valgrind_cpu_s"] = cpu_call(
-            record, str(exe), run_args, stdout=subprocess.DEVNULL)
+            record, str(exe), run_args, stdout=subprocess.DEVNULL, order=False)
         rows[name]["measured"] = m.total_instructions
         rows[name]["error_pct"] = 100 * (rows[name]["predicted"] - m.total_instructions) / m.total_instructions
     for _ in range(args.runs):
@@ -175,12 +176,14 @@ def study(program, out: Path, args, seeds: dict[int, Path]) -> dict:
     print(f"\n{program.name}, {len(rows)} variants, run '{' '.join(run_args)}', trace {trace_s:.1f} s under "
           f"valgrind, llvm-mca -mcpu={base['cpu']}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'variant':13} {'predicted':>13} {'measured':>13} {'error%':>8} {'instr/def':>9} {'cycles/def':>10} "
+          f"{'block/def':>9} "
           f"{'score/def':>9} {'cpu/def':>8} {'+-95%':>7} {'ok':>3}")
     bt = statistics.mean(base["cpu_times"])
     for name, r in rows.items():
         mt = statistics.mean(r["cpu_times"])
         print(f"{name:13} {r['predicted']:13d} {r['measured']:13d} {r['error_pct']:8.3f} "
               f"{r['measured'] / base['measured']:9.4f} {r['cycles'] / base['cycles']:10.4f} "
+              f"{r['block_cycles'] / base['block_cycles']:9.4f} "
               f"{r['score'] / base['score'] if scores else float('nan'):9.4f} {mt / bt:8.4f} "
               f"{ci95(r['cpu_times']) / bt:7.4f} {'y' if r['correct'] else 'N':>3}")
     names = list(rows)
@@ -201,6 +204,10 @@ def study(program, out: Path, args, seeds: dict[int, Path]) -> dict:
         "rho_pred_instr_vs_time": spearman(col("predicted"), tim),
         "rho_pred_instr_vs_cpu_time": spearman(col("predicted"), cput),
         "rho_pred_cycles_vs_cpu_time": spearman(col("cycles"), cput),
+        "cycles_model": base["cycles_model"],
+        "rho_block_cycles_vs_measured_instr": spearman(col("block_cycles"), col("measured")),
+        "rho_block_cycles_vs_cpu_time": spearman(col("block_cycles"), cput),
+        "rho_block_cycles_vs_cpu_time_separable": spearman(sep("block_cycles"), sep_cpu),
         "rho_score_vs_cpu_time": spearman(col("score"), cput) if scores else None,
         "rho_measured_instr_vs_cpu_time": spearman(col("measured"), cput),
         "separable_variants": len(separable),
@@ -246,13 +253,15 @@ def main() -> int:
     seeds = policies(args.out, max(args.variants, args.capped))
     summaries = [study(PROGRAMS[n], args.out, args, seeds) for n in names]
     print(f"\n{'program':11} {'variants':>8} {'max err%':>8} {'rho pred~instr':>14} {'rho score~instr':>15} "
-          f"{'rho pred~cpu':>12} {'rho cyc~cpu':>11} {'rho score~cpu':>13} {'separable':>9} {'est s':>6} "
+          f"{'rho pred~cpu':>12} {'rho cyc~cpu':>11} {'rho blk~cpu':>11} {'rho score~cpu':>13} {'separable':>9} "
+          f"{'est s':>6} "
           f"{'run s':>6} {'valgrind s':>10}")
     for m in summaries:
         f = lambda v: "n/a" if v is None or v != v else f"{v:.2f}"  # noqa: E731
         print(f"{m['program']:11} {m['variants']:>8} {m['max_abs_error_pct']:>8.3f} "
               f"{f(m['rho_pred_vs_measured_instr']):>14} {f(m['rho_score_vs_measured_instr']):>15} "
               f"{f(m['rho_pred_instr_vs_cpu_time']):>12} {f(m['rho_pred_cycles_vs_cpu_time']):>11} "
+              f"{f(m['rho_block_cycles_vs_cpu_time']):>11} "
               f"{f(m['rho_score_vs_cpu_time']):>13} {m['separable_variants']:>9} "
               f"{m['estimate_cached_s_mean']:>6.2f} {m['native_s_mean']:>6.2f} {m['valgrind_s_mean']:>10.1f}")
     return 0

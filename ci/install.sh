@@ -39,6 +39,11 @@ for major in $MAJORS; do
     fi
   done
 done
+# valgrind: the trace reward records with callgrind and with mlopt's own
+# valgrind tool (src/valgrind), built against valgrind's tool libraries.
+if ! command -v valgrind >/dev/null 2>&1 || [ ! -e "/usr/include/valgrind/pub_tool_tooliface.h" ]; then
+  packages+=(valgrind)
+fi
 if [ "${#packages[@]}" -gt 0 ]; then
   apt_install "${packages[@]}"
 fi

@@ -42,6 +42,8 @@ def test_doctor_json_matches_the_installation():
                               text=True, check=True).stdout
         assert regalloc == dpkg
     assert facts["llvm"]["22"]["regalloc"] is None
+    tool = _native.native_dir() / "_valgrind" / "mlopt-bbseq-amd64-linux"
+    assert facts["trace_order"] == (str(tool) if tool.is_file() else None)
 
 
 def test_doctor_text_names_each_major_and_what_it_lacks():

@@ -3,7 +3,10 @@ llvm-readobj-19, a small program (tests/fixtures/reward_prog.c) built with
 `mlopt reward build-flags` by clang-19 twice -- the default eviction advisor
 and a random EvictionPolicy loaded by the plugin -- traced once under
 valgrind, and each variant's predicted instruction count checked against
-callgrind's measured count of the same run; the error cases."""
+callgrind's measured count of the same run; the error cases. The blocks'
+order (paths, mlopt's valgrind tool mlopt-bbseq): every block entry in
+exactly one path, and the path cycles model on a loop (reward_chain.c) where
+costing blocks alone invents a dependency chain."""
 
 from __future__ import annotations
 
@@ -17,10 +20,12 @@ import pytest
 
 from mlopt.cli import main
 from mlopt.errors import BBAddrMapError, RewardToolError, TraceError
-from mlopt.reward import Trace, build_flags, estimate, read_bb_addr_map, record
+from mlopt.reward import Trace, build_flags, estimate, read_bb_addr_map, record, sequence
 from mlopt.reward.bbaddrmap import parse_bb_addr_map
+from mlopt.reward.trace import path_block_counts
 
 FIXTURE = Path(__file__).parent / "fixtures" / "reward_prog.c"
+CHAIN = Path(__file__).parent / "fixtures" / "reward_chain.c"
 ARGS = ["30"]
 
 
@@ -74,6 +79,39 @@ def test_random_regalloc_policies_need_no_data_and_follow_the_seed(tmp_path, cap
     assert main(["policy", "export", "--problem", "regalloc", "--constant", "0", "-o", str(tmp_path / "d")]) == 2
 
 
+def _paths(result: dict) -> list[tuple[tuple[int, ...], int]]:
+    rows, off, count = result["path_rows"], result["path_offsets"], result["path_count"]
+    return [(tuple(rows[off[i]:off[i + 1]].tolist()), int(count[i])) for i in range(len(count))]
+
+
+def test_paths_end_at_calls_back_edges_and_their_length_whatever_the_chunks():
+    """Blocks 0-5 of one function, 6-8 of another (owner: the identity):
+    a path ends where the next block is in another function or not after it
+    in the layout, or at max_blocks; chunking the stream changes nothing."""
+    owner, func = np.arange(9), np.array([0] * 6 + [1] * 3)
+    stream = np.array([0, 1, 2, 1, 2, 1, 2, 6, 7, 3, 5, 0, 1, 2, 3, 4, 5, 5, 8], np.uint32)
+    one = sequence.PathCounter(owner, func, max_blocks=4)
+    one.feed(stream, last=True)
+    expected = sorted([((0, 1, 2), 1), ((1, 2), 2), ((6, 7), 1), ((3, 5), 1), ((0, 1, 2, 3), 1), ((4, 5), 1),
+                       ((5,), 1), ((8,), 1)])
+    assert _paths(one.result()) == expected and one.entries == len(stream)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        cuts = np.sort(rng.choice(np.arange(1, len(stream)), size=rng.integers(1, 8), replace=False))
+        counter = sequence.PathCounter(owner, func, max_blocks=4)
+        for piece in np.split(stream, cuts):
+            counter.feed(piece)
+        got = counter.result()
+        assert _paths(got) == expected
+        assert all(np.array_equal(got[k], one.result()[k]) for k in got)
+    # Block rows, not start indices: two starts owned by other rows.
+    counter = sequence.PathCounter(np.array([4, 2, 0]), np.zeros(3, np.int64))
+    counter.feed(np.array([0, 1, 2, 0], np.uint32), last=True)
+    assert _paths(counter.result()) == [((4,), 1), ((4, 2, 0), 1)]
+    with pytest.raises(RewardToolError, match="block 3 of 3"):
+        counter.feed(np.array([3], np.uint32))
+
+
 # -- built with clang-19 -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -110,6 +148,56 @@ def progs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trace(progs):
     return record(str(progs["default"]), ARGS, stdout=subprocess.DEVNULL)
+
+
+@pytest.mark.llvm
+def test_the_order_puts_every_block_entry_in_one_path(progs, trace):
+    """mlopt-bbseq's paths, against callgrind's counts of the same run: each
+    non-empty block's entries in the paths are its first instruction's
+    count; a path stays in one function and goes forward in the layout."""
+    assert sequence.available() and trace.has_order
+    a = trace.arrays
+    n = len(a["func"])
+    counts = path_block_counts(a, n)
+    nonempty = a["instrs"] > 0
+    assert trace.order_count_mismatch == 0
+    assert np.array_equal(counts[nonempty], a["count"][nonempty]) and not counts[~nonempty].any()
+    assert trace.order_entries == int(counts.sum()) > 10_000
+    starts = read_bb_addr_map(progs["default"])
+    start = np.array([b.start for f in starts for b in f.blocks])
+    rows, off = a["path_rows"], a["path_offsets"]
+    for i in range(len(off) - 1):
+        p = rows[off[i]:off[i + 1]]
+        assert len(p) <= sequence.MAX_BLOCKS and len(set(a["func"][p].tolist())) == 1
+        assert np.all(np.diff(start[p]) > 0)
+    # The hot loop runs as a path of several blocks, once per iteration.
+    heaviest = int(np.argmax(a["path_count"] * np.diff(off)))
+    assert off[heaviest + 1] - off[heaviest] >= 2 and a["path_count"][heaviest] >= 1000
+
+
+@pytest.mark.llvm
+def test_the_path_model_costs_a_loop_in_the_order_its_blocks_run(tmp_path):
+    """reward_chain.c: six in-place multiplies in one block of a loop whose
+    other block loads a fresh value each iteration. Costed alone, the block
+    chains its multiplies across repetitions (6 x 3 cycles per iteration on
+    skylake); costed in the path it runs in, the load starts each chain
+    anew and iterations overlap: the path model predicts well under half
+    the per-block model's cycles for the loop. Without the order the
+    estimate is the per-block model's."""
+    from tests.conftest import _tool
+
+    exe = tmp_path / "chain"
+    subprocess.run([_tool("clang-19"), "-O2", *build_flags(19), str(CHAIN), "-o", str(exe)], check=True)
+    t = record(str(exe), ["200000"], stdout=subprocess.DEVNULL)
+    e = estimate(t, exe, cpu="skylake")
+    assert e.cycles_model == "path" and e.paths_costed >= 1
+    loop_block = e.block_cycles - 1.0 * t.outside_instructions
+    loop_path = e.cycles - 1.0 * t.outside_instructions
+    iterations = 200_000
+    assert loop_block / iterations > 18 and loop_path / iterations < 9, (loop_block, loop_path)
+    plain = Trace(**{**t.__dict__, "arrays": {k: v for k, v in t.arrays.items() if not k.startswith("path_")}})
+    p = estimate(plain, exe, cpu="skylake")
+    assert p.cycles_model == "block" and p.cycles == p.block_cycles == e.block_cycles
 
 
 @pytest.mark.llvm
@@ -168,7 +256,7 @@ def test_cycles_from_llvm_mca_are_deterministic_per_cpu(progs, trace, tmp_path, 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     a = estimate(trace, progs["random"], cpu="skylake")
     b = estimate(trace, progs["random"], cpu="skylake")  # from the cache now
-    assert (tmp_path / "mlopt" / "reward-mca" / "19-skylake.json").is_file()
+    assert (tmp_path / "mlopt" / "reward-mca" / "19-skylake-v2.json").is_file()
     assert a.cycles == b.cycles and a.cycles > trace.outside_instructions and a.mca_fallbacks == 0
     assert a.cpu == "skylake" and a.blocks_costed > 20
     c = estimate(trace, progs["random"], cpu="znver4")
@@ -354,6 +442,14 @@ def test_the_trace_objective_costs_a_corpus_module_as_its_clang_build_runs(progs
     random = run_rollout(RolloutTask(entry, str(progs["dir"] / "evict.so"), problem="regalloc-trace", llvm=19))
     assert random.cost == estimate(trace, progs["random"], cycles=False).compiled_instructions
     assert random.cost != default.cost and random.decisions > 0
+    # regalloc-trace-cycles: the cycles model's share of the module, as its clang build's estimate says
+    monkeypatch.setenv("MLOPT_REWARD_CPU", "skylake")
+    for so, binary in ((None, progs["default"]), (progs["dir"] / "evict.so", progs["random"])):
+        got = run_rollout(RolloutTask(entry, None if so is None else str(so), problem="regalloc-trace-cycles",
+                                      llvm=19))
+        want = estimate(trace, binary, cpu="skylake")
+        assert want.cycles_model == "path" and got.cost == pytest.approx(want.compiled_cycles, rel=1e-9)
+        assert want.compiled_cycles == pytest.approx(want.cycles - trace.outside_instructions, rel=1e-12)
 
 
 def test_training_on_the_trace_objective_without_a_trace_is_a_usage_error(tmp_path, capsys):

@@ -39,11 +39,14 @@ def add_ir2vec_option(parser) -> None:
 
 def add_reward_trace_option(parser) -> None:
     """``--reward-trace TRACE``: the recorded run (``mlopt reward trace``)
-    the trace objective (problem regalloc-trace) costs modules by. Passed on
-    as $MLOPT_REWARD_TRACE so worker processes use it too."""
+    the trace objectives (problems regalloc-trace, regalloc-trace-cycles)
+    cost modules by, and ``--reward-cpu``. Passed on as $MLOPT_REWARD_TRACE
+    and $MLOPT_REWARD_CPU so worker processes use them too."""
     parser.add_argument("--reward-trace", type=existing_file, metavar="TRACE",
-                        help="problem regalloc-trace: the recorded run of the program built from the corpus "
-                             "(mlopt reward trace) that costs each module's code")
+                        help="problems regalloc-trace(-cycles): the recorded run of the program built from the "
+                             "corpus (mlopt reward trace) that costs each module's code")
+    parser.add_argument("--reward-cpu", metavar="NAME",
+                        help="problem regalloc-trace-cycles: llvm-mca's -mcpu for the cycles (default: this host)")
 
 
 def add_exclude_option(parser) -> None:
@@ -167,6 +170,9 @@ def run(func, args) -> int:
     trace = getattr(args, "reward_trace", None)
     if trace is not None:
         os.environ["MLOPT_REWARD_TRACE"] = os.path.abspath(trace)
+    cpu = getattr(args, "reward_cpu", None)
+    if cpu is not None:
+        os.environ["MLOPT_REWARD_CPU"] = cpu
     try:
         return func(args)
     except BrokenPipeError:

@@ -81,8 +81,15 @@ def collect() -> dict:
     except Exception as e:  # noqa: BLE001 -- reported, not raised: the doctor only looks
         default = None
         warnings.append(str(e))
+    from ..reward import sequence
+
+    try:
+        trace_order = str(sequence.tool_path())
+    except Exception:  # noqa: BLE001 -- reported as not built
+        trace_order = None
     return {
         "mlopt": core.__version__,
+        "trace_order": trace_order,
         "python": sys.executable,
         "installed_at": str(_native.native_dir()),
         "default_llvm": default,
@@ -112,6 +119,9 @@ def _text(facts: dict) -> str:
         lines.append(f"  IR2Vec:   {show(f['ir2vec'], 'no' if f['engine'] else 'not built')}")
         found = [f"{t}-{major}" for t, p in f["tools"].items() if p]
         lines.append(f"  tools:    {' '.join(found) or 'none found'}")
+    lines.append("trace reward: block order "
+                 + (f"yes ({facts['trace_order']})" if facts["trace_order"] else
+                    "not built (install valgrind, then reinstall mlopt)"))
     on_path = ", ".join(f"{t} -> {os.path.realpath(p)}" for t, p in facts["on_path"].items() if p)
     lines.append(f"on PATH: {on_path or 'no clang, opt or llc'}")
     lt = facts["litert"]

@@ -41,12 +41,17 @@ def cmd_trace(args) -> int:
         raise UsageError("no program given (mlopt reward trace -o TRACE -- PROGRAM [ARGS...])")
     if os.path.exists(args.output) and not args.force:
         raise OutputExistsError(args.output, "pass --force to replace it")
-    trace = record(command[0], command[1:], llvm=_llvm(args))
+    trace = record(command[0], command[1:], llvm=_llvm(args), order=False if args.no_order else None)
     trace.save(args.output, overwrite=args.force)
     blocks = int((trace.arrays["count"] > 0).sum())
+    order = (f"{len(trace.arrays['path_count'])} distinct paths over {trace.order_entries} block entries"
+             if trace.has_order else "no block order (cycles: per-block model)")
     print(f"wrote {args.output}: {trace.total_instructions} instructions ({trace.outside_instructions} outside "
-          f"the {len(trace.functions)} mapped functions), {blocks} blocks executed, program exit "
+          f"the {len(trace.functions)} mapped functions), {blocks} blocks executed, {order}, program exit "
           f"{trace.exit_code}, {trace.record_seconds:.2f} s under valgrind", file=sys.stderr)
+    if trace.order_count_mismatch:
+        print(f"warning: the ordered run entered {trace.order_count_mismatch} blocks a different number of times "
+              "than the counted run (the program does not repeat its run exactly)", file=sys.stderr)
     return 0
 
 
@@ -61,7 +66,9 @@ def cmd_estimate(args) -> int:
         return 0
     print(f"instructions  {e.instructions}")
     if e.cycles is not None:
-        print(f"cycles        {e.cycles:.0f}  (llvm-mca -mcpu={e.cpu}; {e.blocks_costed} blocks, "
+        how = (f"{e.paths_costed} paths as run, the rest by block" if e.cycles_model == "path"
+               else "block by block")
+        print(f"cycles        {e.cycles:.0f}  (llvm-mca -mcpu={e.cpu}; {how}; {e.blocks_costed} blocks, "
               f"{e.mca_fallbacks} fallbacks)")
     print(f"functions     {e.executed_functions} of {e.functions} executed; CFG differs from the traced build "
           f"in {len(e.cfg_differs)} ({100 * e.cfg_differs_share:.1f}%, {100 * e.cfg_differs_instruction_share:.2f}% "
@@ -91,6 +98,9 @@ def register(sub) -> None:
                          "mlopt reward trace -o lz4.trace --force -- ./codec_bench 1"])
     trace.add_argument("-o", "--output", required=True, metavar="TRACE", help="the trace file to write (.npz)")
     trace.add_argument("--force", action="store_true", help="replace an existing trace file")
+    trace.add_argument("--no-order", action="store_true",
+                       help="count blocks only (one run under callgrind); by default a second run under mlopt's "
+                            "valgrind tool keeps the blocks' order for the path cycles model")
     trace.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]",
                        help="the program (built with 'mlopt reward build-flags') and its arguments")
     trace.set_defaults(func=cmd_trace)

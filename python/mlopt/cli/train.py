@@ -206,7 +206,7 @@ def _check_objective_inputs(problem, args) -> None:
     """What the problem's objective needs, named before any work starts."""
     from ._common import UsageError
 
-    if problem.objective == "trace_instructions" and not getattr(args, "reward_trace", None):
+    if problem.objective.startswith("trace_") and not getattr(args, "reward_trace", None):
         raise UsageError(f"problem {problem.name} is costed by a recorded run: pass --reward-trace TRACE "
                          "(mlopt reward trace -o TRACE -- PROGRAM ARGS...)")
 

@@ -34,6 +34,7 @@ _PACKAGES = {
     "inlining-default": "mlopt.problems.inlining_default",
     "regalloc": "mlopt.problems.regalloc",
     "regalloc-trace": "mlopt.problems.regalloc_trace",
+    "regalloc-trace-cycles": "mlopt.problems.regalloc_trace_cycles",
 }
 _PARAMETRIC = {
     "inlining-ir2vec": ("mlopt.problems.inlining", "with_ir2vec"),

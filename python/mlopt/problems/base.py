@@ -32,8 +32,9 @@ class Problem:
     buckets. ``optional_features``: features a policy may lack (it runs
     where the compiler provides them, ignoring them). ``objective``: what a
     rollout measures, lower is better: ``"text_size"`` (bytes of ``.text``,
-    the inliner's), ``"regalloc_score"`` (the RegAllocScore sum, regalloc's)
-    or ``"trace_instructions"`` (the trace reward, regalloc-trace's);
+    the inliner's), ``"regalloc_score"`` (the RegAllocScore sum, regalloc's),
+    ``"trace_instructions"`` or ``"trace_cycles"`` (the trace reward's
+    counts or cycles model, regalloc-trace's and regalloc-trace-cycles');
     rollouts and trainers pick their measurement by it. ``starts_from``:
     problems whose saved weights this one's training may start from (the
     same features and decision, another objective).

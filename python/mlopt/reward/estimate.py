@@ -7,7 +7,15 @@ a ``jcc; jmp`` block: its own recorded count) + padding count x padding
 instructions; plus the traced run's instructions outside the mapped
 functions, unchanged. Cycles: each executed block's llvm-mca cost (see
 :mod:`.mca`) x its count, plus ``OUTSIDE_CPI`` per outside instruction (the
-same for every variant).
+same for every variant). With a trace that kept the blocks' order (paths,
+:mod:`.sequence`), ``cycles`` is the *path* model: each traced path's
+blocks, the variant's instructions in the order they ran, costed by
+llvm-mca as one region (a loop path: its steady state across all of its
+blocks) x the path's count, in place of the blocks' own costs (padding and
+blocks empty in the traced build keep theirs; the paths covering all but
+``1 - PATH_COVER`` of the executed instructions, at most ``MAX_PATHS``, the
+rest at their blocks' costs). ``block_cycles`` is the per-block model
+either way.
 
 A function whose CFG (block IDs, successor IDs) differs from the traced
 build's cannot take the trace's counts block by block; it is *scaled*: its
@@ -35,6 +43,8 @@ from .mca import CycleModel
 from .trace import ARRAYS, Trace, cfg_digest, executed
 
 OUTSIDE_CPI = 1.0
+PATH_COVER = 0.999
+MAX_PATHS = 4000
 TREATMENT = "scaled: traced instructions x variant/traced static instructions of the function"
 
 
@@ -60,6 +70,10 @@ class Estimate:
     seconds: float = 0.0
     functions_not_compiled: int = 0                           # estimate_objects: traced functions costed as traced
     compiled_instructions: int = 0                            # of mapped_instructions: in the given code's functions
+    cycles_model: str | None = None                           # "path" (the trace kept the order) or "block"
+    block_cycles: float | None = None                         # the per-block model's cycles
+    paths_costed: int = 0                                     # paths costed as regions (the rest: by block)
+    compiled_cycles: float | None = None                      # of cycles: in the given code's functions
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -199,8 +213,8 @@ def _estimate(trace: Trace, code: _Code, binary: str, sha256: str, *, cpu, cycle
               + absent_instr)
     instructions = mapped + trace.outside_instructions
 
-    total_cycles = None
-    costed = 0
+    total_cycles = block_cycles = None
+    costed = paths_costed = 0
     if cycles:
         blocks: dict[str, list[str]] = {}
 
@@ -221,16 +235,26 @@ def _estimate(trace: Trace, code: _Code, binary: str, sha256: str, *, cpu, cycle
                        for vf, _ in scaled_funcs]
         costs = model.costs(blocks)
         costed = len(blocks)
-        cyc = 0.0
-        for kb, kp, c, p in zip(keys_b, keys_p, count, pad_count):
+        cyc = members = 0.0
+        member = a["instrs"][mt] > 0  # the blocks paths are made of
+        for kb, kp, c, p, m in zip(keys_b, keys_p, count, pad_count, member):
             if kb is not None:
                 cyc += float(c) * costs[kb]
+                if m:
+                    members += float(c) * costs[kb]
             if kp is not None:
                 cyc += float(p) * costs[kp]
         for (_, s), ks in zip(scaled_funcs, scaled_keys):
             n = sum(len(blocks[k]) for k in ks)
             cyc += s * (sum(costs[k] for k in ks) / n if n else 1.0)
         total_cycles = cyc + OUTSIDE_CPI * (trace.outside_instructions + absent_instr)
+        block_cycles = total_cycles
+        if trace.has_order:
+            vrow = np.full(len(a["func"]), -1, np.int64)
+            vrow[mt] = mv
+            keyof = {int(k): kb for k, kb in zip(mv, keys_b) if kb is not None}
+            path_cyc, paths_costed = _path_cycles(trace, vrow, keyof, blocks, costs, v_instrs, model)
+            total_cycles = block_cycles - members + path_cyc
         model.save()
     executed_funcs = int(len(np.unique(fidx[traced_exec > 0])))
     traced_mapped = int(traced_exec.sum())
@@ -243,7 +267,52 @@ def _estimate(trace: Trace, code: _Code, binary: str, sha256: str, *, cpu, cycle
         cfg_differs_instruction_share=differs_instr / traced_mapped if traced_mapped else 0.0,
         cfg_differs_unexecuted=unexecuted, blocks_costed=costed,
         mca_fallbacks=model.fallbacks if cycles else 0, seconds=time.perf_counter() - t0,
-        functions_not_compiled=absent, compiled_instructions=mapped - absent_instr)
+        functions_not_compiled=absent, compiled_instructions=mapped - absent_instr,
+        cycles_model=None if not cycles else "path" if trace.has_order else "block", block_cycles=block_cycles,
+        compiled_cycles=None if total_cycles is None else
+        total_cycles - OUTSIDE_CPI * (trace.outside_instructions + absent_instr),
+        paths_costed=paths_costed)
+
+
+def _path_cycles(trace: Trace, vrow, keyof: dict, blocks: dict, costs: dict, v_instrs, model) -> tuple[float, int]:
+    """Cycles of the traced paths of matched functions with the variant's
+    instructions (the heaviest as llvm-mca regions, the rest by block), and
+    how many were costed as regions."""
+    rows, off, count = (trace.arrays[k] for k in ("path_rows", "path_offsets", "path_count"))
+    v = vrow[rows]
+    bad = np.add.reduceat((v < 0).astype(np.int64), off[:-1]) > 0 if len(rows) else np.zeros(0, bool)
+    vi = np.where(v >= 0, v_instrs[np.maximum(v, 0)], 0)
+    weight = np.add.reduceat(vi, off[:-1]) * count if len(rows) else np.zeros(0)
+    weight[bad] = 0  # a function costed by scaling or not compiled: not the paths' business
+    order = np.argsort(-weight, kind="stable")
+    total = float(weight.sum())
+    regions: dict[str, list[str]] = {}
+    chosen: list[tuple[int, str]] = []
+    covered = 0.0
+    for p in order[:MAX_PATHS]:
+        if weight[p] <= 0 or covered >= PATH_COVER * total:
+            break
+        members = [keyof.get(int(k)) for k in v[off[p]:off[p + 1]]]
+        if any(m is None for m in members):
+            continue
+        key = "p:" + hashlib.sha1("|".join(members).encode()).hexdigest()
+        if key not in regions:
+            regions[key] = [line for m in members for line in blocks[m]]
+        chosen.append((int(p), key))
+        covered += float(weight[p])
+    region_costs = model.costs(regions)
+    cyc = 0.0
+    done = np.zeros(len(count), bool)
+    for p, key in chosen:
+        cyc += float(count[p]) * region_costs[key]
+        done[p] = True
+    for p in np.nonzero(~done & ~bad)[0]:  # the long tail, and paths with a block the variant left empty
+        c = float(count[p])
+        for k in v[off[p]:off[p + 1]]:
+            kb = keyof.get(int(k))
+            if kb is not None:
+                cyc += c * costs[kb]
+    return cyc, len(chosen)
 
 
 def _key(image: ElfImage, dis: Disassembly, start: int, end: int, blocks: dict) -> str:

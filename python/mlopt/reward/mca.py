@@ -1,13 +1,27 @@
-"""Cycles per execution of a block from llvm-mca's scheduling model of a
-CPU: the block's instructions as one code region, repeated ``ITERATIONS``
-times; cost = total cycles / iterations (the block's steady-state cost
-when it runs back to back, dependencies across iterations included).
+"""Cycles per execution of a block (or of a path of blocks) from llvm-mca's
+scheduling model of a CPU: the instructions as one code region, repeated
+``ITERATIONS`` times; cost = total cycles / iterations (the steady-state
+cost when it runs back to back, dependencies across iterations included).
 Calls are given ``CALL_LATENCY`` cycles (llvm-mca's default, 100, would
-charge every call site a cache miss). Costs are cached per (CPU, block
-bytes) in memory and in ``~/.cache/mlopt/reward-mca/<llvm>-<cpu>.json``;
-many blocks go to one llvm-mca run (one region each). A block llvm-mca
-cannot analyse costs one cycle per instruction and is counted in
-``fallbacks``."""
+charge every call site a cache miss).
+
+Two settings keep the dependencies register allocation changes:
+- ``-noalias=false``: a load waits for the stores before it, so a value
+  spilled and reloaded stays one dependency chain (store-to-load
+  forwarding), where llvm-mca's default lets the reload start at once and
+  a spill would *shorten* a chain.
+- register-to-register ``movl``/``movq`` are given to llvm-mca as
+  ``leal``/``leaq`` of the same registers: the models of CPUs that
+  eliminate moves (znver3-5) lose the dependency through a chain of
+  eliminated moves in LLVM 19's llvm-mca (a copy to another register and
+  back, as an eviction makes, breaks a loop-carried chain), so a variant
+  that adds copies would look faster. A lea keeps the dependency at one
+  cycle (a move's is 0-1).
+
+Costs are cached per (CPU, code bytes) in memory and in
+``~/.cache/mlopt/reward-mca/<llvm>-<cpu>-v<MODEL_VERSION>.json``; many
+regions go to one llvm-mca run. A region llvm-mca cannot analyse costs one
+cycle per instruction and is counted in ``fallbacks``."""
 
 from __future__ import annotations
 
@@ -25,6 +39,27 @@ from .disasm import tool
 ITERATIONS = 100
 CALL_LATENCY = 3
 BATCH = 2000
+MODEL_VERSION = 2  # in the cache's name: costs of another version are not reused
+_GPR_MOVE = re.compile(r"^\s*mov([lq])\s+%(\w+),\s*%(\w+)\s*$")
+
+
+def _as_lea(line: str) -> str:
+    """``movq %a, %b`` -> ``leaq (%a), %b``, ``movl %a, %b`` -> ``leal (%a64), %b``
+    (general-purpose registers only; anything else unchanged)."""
+    m = _GPR_MOVE.match(line)
+    if m is None:
+        return line
+    width, src, dst = m.groups()
+    if width == "l":
+        if src.startswith("e") and len(src) == 3:
+            src = "r" + src[1:]
+        elif src.startswith("r") and src.endswith("d"):
+            src = src[:-1]
+        else:
+            return line
+    elif not (src.startswith("r") and dst.startswith("r")):
+        return line
+    return f"lea{width} (%{src}), %{dst}"
 
 
 @functools.cache
@@ -39,7 +74,7 @@ def host_cpu(llvm: int = 19) -> str:
 
 def cache_file(cpu: str, llvm: int) -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "mlopt" / "reward-mca" / f"{llvm}-{cpu}.json"
+    return base / "mlopt" / "reward-mca" / f"{llvm}-{cpu}-v{MODEL_VERSION}.json"
 
 
 class CycleModel:
@@ -104,14 +139,15 @@ class CycleModel:
         text = []
         for i, lines in enumerate(blocks):
             text.append(f"# LLVM-MCA-BEGIN b{i}")
-            text.extend(lines or ["nop"])
+            text.extend([_as_lea(line) for line in lines] or ["nop"])
             text.append("# LLVM-MCA-END")
         with tempfile.NamedTemporaryFile("w", suffix=".s", delete=False) as f:
             f.write("\n".join(text) + "\n")
             name = f.name
         try:
             r = subprocess.run([tool("llvm-mca", self.llvm), f"-mcpu={self.cpu}", f"-iterations={ITERATIONS}",
-                                f"-call-latency={CALL_LATENCY}", "-json", "-skip-unsupported-instructions=lack-sched",
+                                f"-call-latency={CALL_LATENCY}", "-noalias=false", "-json",
+                                "-skip-unsupported-instructions=lack-sched",
                                 name], capture_output=True, text=True)
         finally:
             os.unlink(name)

@@ -8,8 +8,9 @@ Recording runs the program once under valgrind's callgrind with
 link-time addresses for the executable and each shared object, so PIE needs
 no load-base arithmetic); a block's count is the count of its first
 instruction, its padding's count that of the first padding instruction.
-The order of blocks is not kept: an instruction-count model and a
-per-block cycles model only need counts.
+The order of blocks is kept as *paths* (:mod:`.sequence`: a second run,
+under mlopt's valgrind tool ``mlopt-bbseq``, when it is built; ``order=False``
+skips it): the path cycles model costs blocks in the order they ran.
 
 File (``.npz``, zip-compressed, every member CRC-checked): ``meta`` (JSON:
 the program's path, SHA-256 and arguments, exit code, totals, function
@@ -18,7 +19,9 @@ names and CFGs of the traced build) and per block ``func``, ``id``,
 ``fall_in`` (entries by falling through from the previous block: the last
 instruction's count minus its taken jumps, from callgrind's jump counts),
 ``instrs``, ``two_branch``, ``pad_instrs`` (the traced build's instructions
-in the block and in its padding).
+in the block and in its padding); with the order, ``path_rows``,
+``path_offsets``, ``path_count`` (:meth:`.sequence.PathCounter.result`).
+Version 1 files (no order) still load.
 """
 
 from __future__ import annotations
@@ -37,13 +40,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OutputExistsError, RewardToolError, TraceError
+from . import sequence
 from .bbaddrmap import FunctionMap, block_table, read_bb_addr_map
 from .disasm import Disassembly
 from .elf import ElfImage
 
 FORMAT = "mlopt-bb-trace"
-VERSION = 1
+VERSION = 2
 ARRAYS = ("func", "id", "count", "tail_count", "instrs", "two_branch", "fall_in", "pad_instrs")
+PATH_ARRAYS = ("path_rows", "path_offsets", "path_count")
 
 
 def executed(count, tail_count, instrs, two_branch, fall_in, pad_instrs) -> np.ndarray:
@@ -77,6 +82,12 @@ class Trace:
     arrays: dict[str, np.ndarray] = field(repr=False)
     record_seconds: float = 0.0      # not saved: the same run gives the same file
     tool: str = "valgrind --tool=callgrind"
+    order_entries: int = 0           # block entries the ordered run saw (0: no order kept)
+    order_count_mismatch: int = 0    # blocks whose entries in the paths differ from callgrind's count
+
+    @property
+    def has_order(self) -> bool:
+        return "path_rows" in self.arrays
 
     # -- derived -------------------------------------------------------------------
     def mapped_instructions(self) -> int:
@@ -88,7 +99,8 @@ class Trace:
         return {"format": FORMAT, "version": VERSION, "program": self.program, "sha256": self.sha256,
                 "args": self.args, "exit_code": self.exit_code, "total_instructions": self.total_instructions,
                 "outside_instructions": self.outside_instructions, "functions": self.functions,
-                "cfgs": self.cfgs, "successors": self.successors, "tool": self.tool}
+                "cfgs": self.cfgs, "successors": self.successors, "tool": self.tool,
+                "order_entries": self.order_entries, "order_count_mismatch": self.order_count_mismatch}
 
     # -- file ----------------------------------------------------------------------
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
@@ -97,7 +109,7 @@ class Trace:
             raise OutputExistsError(path, "pass --force to replace it")
         buf = io.BytesIO()
         np.savez_compressed(buf, meta=np.frombuffer(json.dumps(self.meta()).encode(), np.uint8),
-                            **{k: self.arrays[k] for k in ARRAYS})
+                            **{k: self.arrays[k] for k in ARRAYS + PATH_ARRAYS if k in self.arrays})
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_bytes(buf.getvalue())
         os.replace(tmp, path)
@@ -112,22 +124,40 @@ class Trace:
                 if "meta" not in names or not set(ARRAYS) <= names:
                     raise TraceError(f"{where}: not an mlopt basic-block trace (members {sorted(names)})")
                 meta = json.loads(bytes(z["meta"]).decode())
-                arrays = {k: z[k] for k in ARRAYS}
+                arrays = {k: z[k] for k in ARRAYS + PATH_ARRAYS if k in names}
         except TraceError:
             raise
         except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, zipfile.LargeZipFile) as e:
             if isinstance(e, FileNotFoundError):
                 raise
             raise TraceError(f"{where}: not a readable trace file (truncated or corrupt: {e})") from None
-        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        if meta.get("format") != FORMAT or meta.get("version") not in (1, VERSION):
             raise TraceError(f"{where}: format {meta.get('format')!r} version {meta.get('version')!r}, "
-                             f"expected {FORMAT} {VERSION}")
+                             f"expected {FORMAT} {VERSION} (or 1)")
         n = len(arrays["func"])
-        if any(len(v) != n for v in arrays.values()) or (n and int(arrays["func"].max()) >= len(meta["functions"])):
+        if any(len(arrays[k]) != n for k in ARRAYS) or (n and int(arrays["func"].max()) >= len(meta["functions"])):
             raise TraceError(f"{where}: inconsistent block arrays")
+        if any(k in arrays for k in PATH_ARRAYS):
+            _check_paths(arrays, n, where)
         keys = ("program", "sha256", "args", "exit_code", "total_instructions", "outside_instructions",
                 "functions", "cfgs", "successors", "tool")
-        return cls(**{k: meta[k] for k in keys}, arrays=arrays)
+        extra = {k: meta.get(k, 0) for k in ("order_entries", "order_count_mismatch")}
+        return cls(**{k: meta[k] for k in keys}, **extra, arrays=arrays)
+
+
+def _check_paths(arrays: dict, n: int, where: str) -> None:
+    if not all(k in arrays for k in PATH_ARRAYS):
+        raise TraceError(f"{where}: incomplete block order (members {[k for k in PATH_ARRAYS if k in arrays]})")
+    rows, off, count = (arrays[k] for k in PATH_ARRAYS)
+    if (len(off) != len(count) + 1 or (len(off) and (off[0] != 0 or off[-1] != len(rows)))
+            or np.any(np.diff(off) <= 0) or (len(rows) and (rows.min() < 0 or rows.max() >= n))):
+        raise TraceError(f"{where}: inconsistent block order arrays")
+
+
+def path_block_counts(arrays: dict, n: int) -> np.ndarray:
+    """Entries per block-table row, from the paths."""
+    rows, off, count = (arrays[k] for k in PATH_ARRAYS)
+    return np.bincount(rows, weights=np.repeat(count, np.diff(off)), minlength=n).astype(np.int64)
 
 
 # -- recording ------------------------------------------------------------------------
@@ -188,8 +218,11 @@ def read_callgrind(path: str | os.PathLike, obj: str) -> tuple[dict[int, int], d
     return counts, taken, edges, total
 
 
-def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr=None) -> Trace:
-    """Run ``program args`` once under callgrind and return its block trace."""
+def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr=None,
+           order: bool | None = None) -> Trace:
+    """Run ``program args`` once under callgrind and return its block trace;
+    with ``order`` (default: when mlopt's valgrind tool is built) once more
+    under ``mlopt-bbseq`` for the blocks' order (:mod:`.sequence`)."""
     exe = (shutil.which(program) or program) if os.sep not in program else program
     if exe is None or not os.path.isfile(exe):
         raise TraceError(f"{program}: no such program")
@@ -223,10 +256,21 @@ def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr
               "fall_in": fall_in, "instrs": instrs, "two_branch": dis.two_branch_ends(starts, ends),
               "pad_instrs": dis.counts(pads, starts).astype(np.int32)}
     inside = int(executed(*(arrays[k] for k in ARRAYS[2:])).sum())
+    order_entries = mismatch = 0
+    if order is None:
+        order = sequence.available()
+    if order:
+        paths, order_entries, more = sequence.record_paths(exe, list(args), table, instrs, stdout=stdout,
+                                                           stderr=stderr)
+        seconds += more
+        arrays.update(paths)
+        from_paths = path_block_counts(arrays, len(starts))
+        mismatch = int(np.count_nonzero((from_paths != count) & (instrs > 0)))
     return Trace(program=exe, sha256=image.sha256(), args=list(args), exit_code=r.returncode,
                  total_instructions=total, outside_instructions=total - inside,
                  functions=[f.name for f in functions], cfgs=[cfg_digest(f) for f in functions],
-                 successors=all(f.has_successors for f in functions), arrays=arrays, record_seconds=seconds)
+                 successors=all(f.has_successors for f in functions), arrays=arrays, record_seconds=seconds,
+                 order_entries=order_entries, order_count_mismatch=mismatch)
 
 
 

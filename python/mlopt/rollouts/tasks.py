@@ -23,6 +23,8 @@ _POLICIES: dict[tuple, object] = {}
 _CACHES: dict[tuple, object] = {}  # this worker's TextSizeCache per (LLVM major, per function)
 _MODULES: dict[tuple, object] = {}  # modules this worker has loaded (checked by LLVM once)
 _TRACES: dict[tuple, object] = {}  # traces this worker has loaded
+REWARD_CPU_ENV = "MLOPT_REWARD_CPU"  # llvm-mca's -mcpu for the trace_cycles objective (default: this host)
+_CYCLE_MODELS: dict = {}  # CPU -> this worker's CycleModel
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,7 @@ def _reward_trace():
     return _TRACES[key]
 
 
-def _trace_rollout(task: RolloutTask) -> Rollout:
+def _trace_rollout(task: RolloutTask, cycles: bool = False) -> Rollout:
     """Register allocation with an eviction policy, code generated as the
     trace reward needs it, costed by the recorded run: cost = the
     instructions the traced run executes in this module's functions
@@ -213,12 +215,32 @@ def _trace_rollout(task: RolloutTask) -> Rollout:
     policy = _rollout_policy(task, "")
     start = time.perf_counter()
     r = allocate(module, policy, log=task.log, keep_object=True, traceable=True)
-    e = estimate_objects(trace, [(task.entry.name, r.object)], cycles=False)
+    e = estimate_objects(trace, [(task.entry.name, r.object)], cycles=cycles, model=_cycle_model() if cycles else None)
     llvm_seconds = time.perf_counter() - start
+    cost = e.compiled_cycles if cycles else float(e.compiled_instructions)
     return Rollout(task.entry.name, r.text_size, r.questions, 0, 0, r.log_bytes if task.log else b"",
-                   notes=module.notes + r.warnings, llvm_seconds=llvm_seconds, cost=float(e.compiled_instructions))
+                   notes=module.notes + r.warnings, llvm_seconds=llvm_seconds, cost=float(cost))
+
+
+def _cycle_model():
+    """This worker's llvm-mca cost model (its cache loaded once), for
+    ``$MLOPT_REWARD_CPU`` or this host's CPU."""
+    from ..reward import CycleModel
+
+    cpu = os.environ.get(REWARD_CPU_ENV) or None
+    if cpu not in _CYCLE_MODELS:
+        _CYCLE_MODELS[cpu] = CycleModel(cpu, 19)
+    return _CYCLE_MODELS[cpu]
+
+
+def _trace_cycles_rollout(task: RolloutTask) -> Rollout:
+    """As :func:`_trace_rollout`, cost = the cycles the traced run spends in
+    this module's functions (the trace's cycles model, llvm-mca for
+    ``$MLOPT_REWARD_CPU`` or this host; what is outside the module is the
+    same for every policy and left out)."""
+    return _trace_rollout(task, cycles=True)
 
 
 # Problem.objective -> the rollout that measures it
 _OBJECTIVES = {"text_size": _size_rollout, "regalloc_score": _regalloc_rollout,
-               "trace_instructions": _trace_rollout}
+               "trace_instructions": _trace_rollout, "trace_cycles": _trace_cycles_rollout}
