@@ -7,10 +7,14 @@ bitcode and the -O2 command line), its default build (clang-19 -O2 with
 
 1. behavioral cloning of an EvictionPolicy to the default advisor's
    choices on those modules (the warm start, problem regalloc);
-2. ES on problem regalloc-trace: every candidate policy compiles each
-   sampled module in process and is costed by the trace (the instructions
-   the recorded run executes in that module's functions; no link, no run);
-3. the best policy (by the trace objective on the training program: there
+2. ES on the trace reward, problem regalloc-trace-cycles (default: the
+   cycles the recorded run spends in each sampled module's functions, the
+   path model of a trace that kept the order) or regalloc-trace (its
+   instructions): every candidate policy compiles each module in process
+   and is costed by the trace (no link, no run); with --compare-score, ES
+   from the same start on problem regalloc (RegAllocScore, the static
+   reward) with the same settings, for comparison;
+3. each best policy (by its objective on the training program: there
    is one program, so no validation split) is compiled to a .so and every
    program of --programs is built with it by stock clang-19 and the plugin,
    and measured against its default build in the same run: instructions
@@ -18,7 +22,7 @@ bitcode and the -O2 command line), its default build (clang-19 -O2 with
    Programs other than the training one are held out (never seen).
 
     python3 benchmarks/bench_regalloc_trace_es.py --out /tmp/brte --iterations 10 \\
-        --programs zlib,libdeflate,ncompress,cjson
+        --programs zlib,libdeflate,ncompress,cjson --compare-score
 """
 
 from __future__ import annotations
@@ -81,7 +85,8 @@ def measure(program, out: Path, policies: dict[str, Path | None], runs: int, cla
     args = program.run_args(program.make_input(tree, out))
     want = subprocess.run([exes["default"], *args], capture_output=True, check=True).stdout
     rows = {n: {"correct": subprocess.run([e, *args], capture_output=True).stdout == want,
-                "instructions": record(str(e), args, stdout=subprocess.DEVNULL).total_instructions, "cpu": []}
+                "instructions": record(str(e), args, stdout=subprocess.DEVNULL, order=False).total_instructions,
+                "cpu": []}
             for n, e in exes.items()}
     for _ in range(runs):
         for n, e in exes.items():
@@ -100,6 +105,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--program", default="zlib", choices=sorted(PROGRAMS), help="the training program")
     ap.add_argument("--programs", default="zlib,libdeflate,ncompress,cjson", help="measured after training")
+    ap.add_argument("--problem", default="regalloc-trace-cycles", choices=("regalloc-trace-cycles", "regalloc-trace"),
+                    help="the trace objective: predicted cycles (default) or instructions")
+    ap.add_argument("--compare-score", action="store_true",
+                    help="also train on RegAllocScore (problem regalloc) from the same start, same settings")
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--perturbations", type=int, default=8)
     ap.add_argument("--sigma", type=float, default=0.02)
@@ -135,38 +144,44 @@ def main() -> int:
         bc = clone_logs(regalloc.EvictionPolicy.random(vocab, hidden=(32, 32), seed=args.seed), logs,
                         epochs=args.bc_epochs, seed=args.seed)
         bc.policy.save(out / "bc.npz", overwrite=True)
-        start = load_weights(out / "bc.npz", "regalloc-trace")  # the same network, the trace objective
-        base = costs_of([(None, e) for e in entries], "regalloc-trace", pool=pool)
-        baseline = {e.name: c for e, c in zip(entries, base) if c}  # modules the traced run executes
-        covering = [e for e in entries if e.name in baseline]
+        trace_base = costs_of([(None, e) for e in entries], args.problem, pool=pool)
+        covering = [e for e, c in zip(entries, trace_base) if c]  # modules the traced run executes
         print(f"{program.name}: {len(entries)} modules, {len(covering)} executed by the traced run; "
-              f"default: {sum(baseline.values()):,.0f} traced instructions in them", flush=True)
-        cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma, lr=args.lr,
-                       modules_per_perturbation=len(covering), seed=args.seed)
-        trainer = ESTrainer(start, covering, baseline, out / "es", cfg, validation=covering, pool=pool)
-        trainer.resume()
-        es_start = time.perf_counter()
-        trainer.run(on_iteration=lambda m: print(json.dumps(m), flush=True))
-        es_seconds = time.perf_counter() - es_start
-    best = out / "es" / "best" / "policy.npz"
-    policy = load_weights(best, "regalloc-trace") if best.exists() else trainer.current_policy()
+              f"default: {sum(c for c in trace_base if c):,.0f} ({args.problem}) in them", flush=True)
+        trained, runs = {}, {}
+        for name, problem in (("es", args.problem), *((("es-score", "regalloc"),) if args.compare_score else ())):
+            start = load_weights(out / "bc.npz", problem)  # the same network, this objective
+            base = costs_of([(None, e) for e in covering], problem, pool=pool)
+            baseline = {e.name: c for e, c in zip(covering, base)}
+            cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma,
+                           lr=args.lr, modules_per_perturbation=len(covering), seed=args.seed)
+            trainer = ESTrainer(start, covering, baseline, out / name, cfg, validation=covering, pool=pool)
+            trainer.resume()
+            es_start = time.perf_counter()
+            trainer.run(on_iteration=lambda m, name=name: print(json.dumps({"run": name, **m}), flush=True))
+            best = out / name / "best" / "policy.npz"
+            trained[name] = load_weights(best, problem) if best.exists() else trainer.current_policy()
+            runs[name] = {"problem": problem, "iterations": trainer.iteration,
+                          "seconds": round(time.perf_counter() - es_start, 1),
+                          "objective_start_percent": trainer.start_validation,
+                          "objective_best_percent": trainer.best}
     policies: dict[str, Path | None] = {"default": None}
-    for name, p in (("bc", bc.policy), ("es", policy)):
+    for name, p in (("bc", bc.policy), *trained.items()):
         model = p.export(out / f"{name}_model", overwrite=True) if hasattr(p, "export") else None
         policies[name] = mlopt.compile_policy(model, out / f"{name}.so", overwrite=True)
     results = {n: measure(PROGRAMS[n], out, policies, args.runs, args.clang) for n in args.programs.split(",")}
-    summary = {"program": program.name, "modules": len(entries), "covering": len(covering),
-               "es_seconds": round(es_seconds, 1), "seconds": round(time.perf_counter() - t0, 1),
-               "iterations": trainer.iteration, "validation_start_percent": trainer.start_validation,
-               "validation_best_percent": trainer.best, "load_average": os.getloadavg()[0],
+    summary = {"program": program.name, "modules": len(entries), "covering": len(covering), "runs": runs,
+               "seconds": round(time.perf_counter() - t0, 1), "load_average": os.getloadavg()[0],
                "bc_agreement_heldout": bc.heldout_agreement}
-    print(f"\ntrained on {program.name} ({len(covering)} modules the run executes), ES {trainer.iteration} "
-          f"iterations in {es_seconds:.0f} s; trace objective on {program.name}: "
-          f"{trainer.start_validation:+.3f}% (BC) -> {trainer.best:+.3f}% (best)")
-    print(f"{'program':11} {'policy':7} {'instructions':>13} {'instr %':>8} {'cpu %':>7} {'+-95%':>6} {'ok':>3}")
+    for name, r in runs.items():
+        print(f"\n{name}: trained on {program.name} ({len(covering)} modules the run executes), problem "
+              f"{r['problem']}, {r['iterations']} iterations in {r['seconds']:.0f} s; its objective on "
+              f"{program.name}: {r['objective_start_percent']:+.3f}% (BC) -> "
+              f"{r['objective_best_percent']:+.3f}% (best)")
+    print(f"{'program':11} {'policy':8} {'instructions':>13} {'instr %':>8} {'cpu %':>7} {'+-95%':>6} {'ok':>3}")
     for n, rows in results.items():
         for p, r in rows.items():
-            print(f"{n + ('' if n != program.name else '*'):11} {p:7} {r['instructions']:13d} "
+            print(f"{n + ('' if n != program.name else '*'):11} {p:8} {r['instructions']:13d} "
                   f"{r['instructions_change_percent']:+8.3f} {r['cpu_change_percent']:+7.2f} "
                   f"{r['cpu_ci95_percent']:6.2f} {'y' if r['correct'] else 'N':>3}")
     print("* the training program; the others are held out")
