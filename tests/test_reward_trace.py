@@ -176,6 +176,17 @@ def test_the_order_puts_every_block_entry_in_one_path(progs, trace):
 
 
 @pytest.mark.llvm
+def test_an_order_tool_that_does_not_run_is_one_clear_error(progs, monkeypatch):
+    """valgrind cannot start the tool (e.g. valgrind upgraded after mlopt
+    was built): a RewardToolError, not a trace without order or a hang."""
+    monkeypatch.setattr(sequence, "tool_path", lambda: Path("/bin/true"))
+    with pytest.raises(RewardToolError, match="mlopt-bbseq recorded no block order"):
+        record(str(progs["default"]), ARGS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t = record(str(progs["default"]), ARGS, stdout=subprocess.DEVNULL, order=False)
+    assert not t.has_order and t.order_entries == 0
+
+
+@pytest.mark.llvm
 def test_the_path_model_costs_a_loop_in_the_order_its_blocks_run(tmp_path):
     """reward_chain.c: six in-place multiplies in one block of a loop whose
     other block loads a fresh value each iteration. Costed alone, the block

@@ -210,8 +210,9 @@ def record_paths(exe: str, args: list[str], table: dict[str, np.ndarray], instrs
             counter.feed(np.frombuffer(bytes(buf[:filled]), "<u4"), last=True)
         code = proc.wait()
         seconds = time.perf_counter() - t
-        text = log.read_text(errors="replace") if log.exists() else ""
-        if "mlopt-bbseq: writing" in text or "Bad option" in text or "FATAL" in text:
-            raise RewardToolError(f"{TOOL} failed on {exe}: {text.strip().splitlines()[-1]}")
-    del code
+        text = log.read_text(errors="replace").strip() if log.exists() else ""
+        last = text.splitlines()[-1] if text else f"valgrind exited {code}, no log"
+        if "mlopt-bbseq: writing" in text or "Bad option" in text or "FATAL" in text or not counter.entries:
+            # no entries at all: the tool did not run (e.g. valgrind was upgraded after mlopt was built)
+            raise RewardToolError(f"{TOOL} recorded no block order for {exe}: {last}")
     return counter.result(), counter.entries, seconds
