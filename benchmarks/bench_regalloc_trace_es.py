@@ -86,17 +86,21 @@ def measure(program, out: Path, policies: dict[str, Path | None], runs: int, cla
     want = subprocess.run([exes["default"], *args], capture_output=True, check=True).stdout
     rows = {n: {"correct": subprocess.run([e, *args], capture_output=True).stdout == want,
                 "instructions": record(str(e), args, stdout=subprocess.DEVNULL, order=False).total_instructions,
-                "cpu": []}
+                "cpu": [], "wall": []}
             for n, e in exes.items()}
     for _ in range(runs):
         for n, e in exes.items():
-            rows[n]["cpu"].append(cpu_call(subprocess.run, [e, *args], capture_output=True, check=True)[2])
+            _, wall, cpu = cpu_call(subprocess.run, [e, *args], capture_output=True, check=True)
+            rows[n]["cpu"].append(cpu)
+            rows[n]["wall"].append(wall)
     base = rows["default"]
-    bt = statistics.mean(base["cpu"])
+    bt, bw = statistics.mean(base["cpu"]), statistics.mean(base["wall"])
     for r in rows.values():
         r["instructions_change_percent"] = 100 * (r["instructions"] / base["instructions"] - 1)
         r["cpu_change_percent"] = 100 * (statistics.mean(r["cpu"]) / bt - 1)
         r["cpu_ci95_percent"] = 100 * ci95(r["cpu"]) / bt
+        r["wall_change_percent"] = 100 * (statistics.mean(r["wall"]) / bw - 1)
+        r["wall_ci95_percent"] = 100 * ci95(r["wall"]) / bw
     return rows
 
 
@@ -118,9 +122,17 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--clang", default="clang-19")
+    ap.add_argument("--measure-only", action="store_true",
+                    help="measure the policies an earlier run of --out trained (its *.so), no training")
     args = ap.parse_args()
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
+    if args.measure_only:
+        policies = {"default": None, **{so.stem: so for so in sorted(out.glob("*.so"))}}
+        results = {n: measure(PROGRAMS[n], out, policies, args.runs, args.clang) for n in args.programs.split(",")}
+        report(results, args.program)
+        (out / "measured.json").write_text(json.dumps(results, indent=2, default=str))
+        return 0
     t0 = time.perf_counter()
     program = PROGRAMS[args.program]
     entries = corpus_of(program, out, args.clang)
@@ -178,15 +190,21 @@ def main() -> int:
               f"{r['problem']}, {r['iterations']} iterations in {r['seconds']:.0f} s; its objective on "
               f"{program.name}: {r['objective_start_percent']:+.3f}% (BC) -> "
               f"{r['objective_best_percent']:+.3f}% (best)")
-    print(f"{'program':11} {'policy':8} {'instructions':>13} {'instr %':>8} {'cpu %':>7} {'+-95%':>6} {'ok':>3}")
-    for n, rows in results.items():
-        for p, r in rows.items():
-            print(f"{n + ('' if n != program.name else '*'):11} {p:8} {r['instructions']:13d} "
-                  f"{r['instructions_change_percent']:+8.3f} {r['cpu_change_percent']:+7.2f} "
-                  f"{r['cpu_ci95_percent']:6.2f} {'y' if r['correct'] else 'N':>3}")
-    print("* the training program; the others are held out")
+    report(results, program.name)
     (out / "summary.json").write_text(json.dumps({**summary, "results": results}, indent=2, default=str))
     return 0
+
+
+def report(results: dict, trained_on: str) -> None:
+    print(f"{'program':11} {'policy':8} {'instructions':>13} {'instr %':>8} {'wall %':>7} {'+-95%':>6} "
+          f"{'cpu %':>7} {'+-95%':>6} {'ok':>3}")
+    for n, rows in results.items():
+        for p, r in rows.items():
+            print(f"{n + ('' if n != trained_on else '*'):11} {p:8} {r['instructions']:13d} "
+                  f"{r['instructions_change_percent']:+8.3f} {r['wall_change_percent']:+7.2f} "
+                  f"{r['wall_ci95_percent']:6.2f} {r['cpu_change_percent']:+7.2f} {r['cpu_ci95_percent']:6.2f} "
+                  f"{'y' if r['correct'] else 'N':>3}")
+    print("* the training program; the others are held out")
 
 
 if __name__ == "__main__":
