@@ -306,7 +306,7 @@ def _path_cycles(trace: Trace, vrow, keyof: dict, blocks: dict, costs: dict, v_i
     for p, key in chosen:
         cyc += float(count[p]) * region_costs[key]
         done[p] = True
-    for p in np.nonzero(~done & ~bad)[0]:  # the long tail, and paths with a block the variant left empty
+    for p in np.nonzero(~done & ~bad)[0]:  # the long tail: by block
         c = float(count[p])
         for k in v[off[p]:off[p + 1]]:
             kb = keyof.get(int(k))
