@@ -109,23 +109,14 @@ def test_eviction_policy_decides_alike_in_numpy_tflite_and_so(eviction_policy):
 
 def test_the_compiled_policy_drives_stock_llc(llvm_tools, optimized, eviction_policy, tmp_path):
     """The .so answers stock llc's eviction requests: llc completes, every
-    answer is the .so's own on the features llc sent (exactly) and the numpy
-    policy's (up to float32 rounding: where the numpy forward pass, whose
-    BLAS kernel depends on the CPU, rounds two candidates' logits the other
-    way, both logits are equal to 1e-6), and the same policy gives the same
-    object twice."""
+    answer is the numpy policy's on the features llc sent, and the same
+    policy gives the same object twice."""
     loaded = LoadedPolicy(eviction_policy["so"], regalloc.PROBLEM)
-    policy = eviction_policy["policy"]
     objects = []
     for run in range(2):
         r = stock_session(llvm_tools, optimized[0], lambda obs: int(loaded.decide(obs)[0]), tmp_path / f"{run}.o")
         log = mlopt.read_log(r.streams[0])
-        got = np.array(r.decisions)
-        assert np.array_equal(got, loaded.evaluate(log)[regalloc.DECISION])
-        want, logits = policy.decide(log), policy.logits(log)
-        rows = np.nonzero(got != want)[0]
-        assert len(rows) <= len(got) // 100, (len(rows), len(got))
-        assert np.allclose(logits[rows, got[rows]], logits[rows, want[rows]], rtol=0, atol=1e-6)
+        assert np.array_equal(np.array(r.decisions), eviction_policy["policy"].decide(log))
         objects.append((tmp_path / f"{run}.o").read_bytes())
     assert objects[0] == objects[1]
     baseline = stock_session(llvm_tools, optimized[0], first_allowed, tmp_path / "b.o")

@@ -289,9 +289,8 @@ def compile_policy(model: str | os.PathLike, output: str | os.PathLike, *, cxx: 
         src.write_text(source)
         tmp_out = Path(tmp) / "policy.so"
         # -ffp-contract=off: no fused multiply-add (clang fuses by default where the target has
-        # one), so every compiler and machine gives the same bits. (numpy's forward pass goes
-        # through a BLAS whose kernel depends on the CPU: its logits can differ in the last
-        # bit, which flips near-ties.)
+        # one), so every compiler and machine gives the same bits, numpy's forward pass's
+        # (mlopt.policy.dense sums in mlopt_dot's order).
         cmd = [compiler, "-std=c++17", "-O3", "-ffp-contract=off", "-fPIC", "-shared", "-fvisibility=hidden",
                "-fno-math-errno", str(src), "-o", str(tmp_out)]
         result = subprocess.run(cmd, capture_output=True, text=True)

@@ -9,6 +9,8 @@ Forward pass (numpy here, the same graph in the exported .tflite):
   features [n, W] (every feature's elements, spec order) -> float32 ->
   (bucket positions p, p*p) [n, 2W] -> Dense+ReLU ... -> Dense ->
   logits [n, num_actions] -> decision = argmax (first maximum wins ties).
+Each Dense sums in the compiled policy's order (:func:`.dense.dense`), so
+the numpy, ``.so`` and ``.tflite`` forms decide alike on every machine.
 Weights are float32 numpy arrays, ``W`` as [out, in] (TFLite's
 FULLY_CONNECTED layout). Problem-neutral: the problem (its features, its
 decision, its number of actions) is an argument or a subclass attribute.
@@ -26,6 +28,7 @@ import numpy as np
 from ..errors import OutputExistsError, PolicyError
 from ..log import TensorSpec
 from .batching import feature_matrix
+from .dense import dense
 from .vocab import Vocab
 
 
@@ -142,7 +145,7 @@ class MLPPolicy:
     def logits(self, batch) -> np.ndarray:
         h = self.vocab.normalize(feature_matrix(batch, self.problem.features), self.widths)
         for i, (w, b) in enumerate(self.layers):
-            h = h @ w.T + b
+            h = dense(h, w, b)
             if i + 1 < len(self.layers):
                 np.maximum(h, 0, out=h)
         return h.astype(np.float32, copy=False)

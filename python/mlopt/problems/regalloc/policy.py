@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...policy.batching import feature_columns
+from ...policy.dense import dense
 from ...policy.mlp import MLPPolicy
 from .spec import CANDIDATES, MASK, PROBLEM, PROGRESS
 
@@ -71,7 +72,7 @@ class EvictionPolicy(MLPPolicy):
         """Masked scores [n, 33] (float32): score - 1e9 where mask is 0."""
         h, mask = self.column_inputs(batch)
         for i, (w, b) in enumerate(self.layers):
-            h = h @ w.T + b
+            h = dense(h, w, b)
             if i + 1 < len(self.layers):
                 np.maximum(h, 0, out=h)
         scores = h[:, :, 0].astype(np.float32)
