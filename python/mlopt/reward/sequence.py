@@ -158,20 +158,18 @@ def entry_owners(table: dict[str, np.ndarray], instrs: np.ndarray) -> tuple[np.n
     starts = np.unique(table["start"])
     owner = np.full(len(starts), -1, np.int64)
     where = np.searchsorted(starts, table["start"])
+    rows = np.arange(len(where))
     nonempty = np.asarray(instrs) > 0
-    for k in np.argsort(~nonempty, kind="stable")[::-1]:  # non-empty rows written last, so they win
-        owner[where[k]] = k
+    owner[where[~nonempty]] = rows[~nonempty]
+    owner[where[nonempty]] = rows[nonempty]  # at most one per start, and it wins
     return starts, owner
 
 
-def record_paths(exe: str, args: list[str], table: dict[str, np.ndarray], instrs: np.ndarray, *,
+def record_paths(valgrind: str, exe: str, args: list[str], table: dict[str, np.ndarray], instrs: np.ndarray, *,
                  stdout=None, stderr=None) -> tuple[dict[str, np.ndarray], int, float]:
-    """Run ``exe args`` once under ``mlopt-bbseq``: (the path arrays, the
-    number of block entries, seconds)."""
+    """Run ``exe args`` once under ``valgrind --tool=mlopt-bbseq``: (the path
+    arrays, the number of block entries, seconds)."""
     tool = tool_path()
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        raise RewardToolError("valgrind not found on PATH (Debian package valgrind)")
     starts, owner = entry_owners(table, instrs)
     counter = PathCounter(owner, table["func"][owner])
     with tempfile.TemporaryDirectory(prefix="mlopt-bbseq-") as tmp:

@@ -260,7 +260,7 @@ def record(program: str, args: list[str], *, llvm: int = 19, stdout=None, stderr
     if order is None:
         order = sequence.available()
     if order:
-        paths, order_entries, more = sequence.record_paths(exe, list(args), table, instrs, stdout=stdout,
+        paths, order_entries, more = sequence.record_paths(valgrind(), exe, list(args), table, instrs, stdout=stdout,
                                                            stderr=stderr)
         seconds += more
         arrays.update(paths)
