@@ -355,7 +355,7 @@ def test_policy_check_reports_what_a_policy_would_do_on_logged_sites(sdist_trace
     assert "agreement" in capsys.readouterr().out
 
 
-def _search(es_setup, trace, tmp_path, pool, name):
+def _search(es_setup, trace, tmp_path, pool, name, moves="flip"):
     from mlopt.training.local_search import SearchConfig, search_and_imitate
     from mlopt.training.validation import total_delta_percent
 
@@ -364,9 +364,68 @@ def _search(es_setup, trace, tmp_path, pool, name):
     run.mkdir()
     cfg = SearchConfig(evaluations_per_module=8, batch=4, flip_weights=(1.0, 8.0), epochs=2)
     chosen, report = search_and_imitate(
-        policy, trace, entries[:5], run, cfg, pool=pool,
+        policy, trace, entries[:5], run, cfg, pool=pool, moves=moves,
         validate=lambda p: total_delta_percent(p, entries[5:], baseline, run / "work", pool=pool))
     return chosen, report, run
+
+
+def test_callee_search_moves_force_every_site_of_one_callee(es_setup, mini_corpus, tmp_path):
+    """A callee move decides every site of its callee (and only those: the
+    policy decides the others); each accepted move replays to its recorded
+    size on top of the earlier ones, and the imitation rows it weighs are
+    exactly the forced callees' sites. Same result on 1 and 2 workers."""
+    from mlopt.training.callee_search import callee_moves
+    from mlopt.workers import make_pool
+
+    trace = trace_corpus(mini_corpus, use_cache=False, workers=2, quiet=True)
+    with make_pool(1) as pool:
+        one, report, run = _search(es_setup, trace, tmp_path, pool, "local1", moves="callee")
+    with make_pool(2) as pool:
+        two, report2, run2 = _search(es_setup, trace, tmp_path, pool, "local2", moves="callee")
+    assert one.to_tflite() == two.to_tflite() and report["moves"] == "callee"
+    assert (run / "trajectories.npz").read_bytes() == (run2 / "trajectories.npz").read_bytes()
+    searched = json.loads((run / "search.json").read_text())
+    policy, entries, baseline = es_setup
+    model = mlopt.load_policy(run / "work" / "search-policy.tflite")
+    assert report["improved_modules"] == sum(bool(r["flips"]) for r in searched) > 0
+    for r, e in zip(searched, entries[:5]):
+        module = e.load()
+        parent = mlopt.compile(module, model, call_sites=True)
+        assert parent.text_size == r["start_text"] and r["evaluations"] <= 8
+        forced = {}
+        for move in r["flips"]:
+            before = "".join(map(str, parent.decisions))
+            # the move was one of the parent's: some site of the callee got the other decision
+            assert (move["callee"], move["decision"]) in callee_moves(parent.call_sites, before)
+            forced[move["callee"]] = move["decision"]
+            child = mlopt.compile(module, model, call_sites=True, forced_callees=forced)
+            assert child.text_size == move["size"] < move["parent_size"] == parent.text_size
+            mine = policy.decide(child.log)
+            for (caller, callee), d, p in zip(child.call_sites, child.decisions, mine):
+                assert d == (forced[callee] if callee in forced else p), (caller, callee)
+            parent = child
+        assert parent.text_size == r["best_text"] and "".join(map(str, parent.decisions)) == r["decisions"]
+    assert report["chosen"] in report["validation"]
+
+
+def test_forced_callees_decide_every_site_of_a_callee(mini_corpus):
+    """forced_callees={f: 0} leaves no site of f inlined, {f: 1} inlines
+    every site of f the inliner asks about; the other sites are the
+    heuristic's, and a bad value is a ValueError."""
+    module = mlopt.load_corpus(mini_corpus)[0]
+    base = mlopt.compile(module, call_sites=True)
+    inlined = [c for (_, c), d in zip(base.call_sites, base.decisions) if d and c]
+    declined = [c for (_, c), d in zip(base.call_sites, base.decisions) if not d and c]
+    assert inlined and declined
+    for callee, d in ((inlined[0], 0), (declined[0], 1)):
+        r = mlopt.compile(module, call_sites=True, forced_callees={callee: d})
+        mine = [int(x) for (_, c), x in zip(r.call_sites, r.decisions) if c == callee]
+        assert mine and set(mine) == {d}
+        others = [int(x) == int(h) for (_, c), x, h in zip(r.call_sites, r.decisions, r.default_decisions)
+                  if c != callee]
+        assert all(others)
+    with pytest.raises(ValueError, match="forced_callees"):
+        mlopt.compile(module, forced_callees={inlined[0]: 2})
 
 
 def test_trajectory_search_moves_are_single_flips_the_policy_completes(es_setup, mini_corpus, tmp_path):

@@ -24,6 +24,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -158,7 +159,8 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                         const std::string &IR2VecVocab, bool Regalloc,
                         std::shared_ptr<PolicyModelPool> RegallocPool, nb::object RegallocCallable,
                         unsigned RegallocMaxEvictions, const std::string &FeatureUpkeep,
-                        bool CallableDefault, bool TraceableCodegen) {
+                        bool CallableDefault, bool TraceableCodegen,
+                        const std::map<std::string, int> &ForcedCallees) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -173,6 +175,11 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   if (Forced.find_first_not_of("01") != std::string::npos)
     throw nb::value_error("forced decisions must be a string of '0' and '1'");
   Options.ForcedDecisions = Forced;
+  for (const auto &[Name, Decision] : ForcedCallees) {
+    if (Decision != 0 && Decision != 1)
+      throw nb::value_error(("forced_callees['" + Name + "'] must be 0 or 1").c_str());
+    Options.ForcedCallees[Name] = Decision == 1;
+  }
   Options.IR2VecVocab = IR2VecVocab;
   if (FeatureUpkeep == "llvm")
     Options.Features = mlopt::InlineFeatures::LLVM;
@@ -327,7 +334,8 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
         "cache"_a.none(), "policy"_a.none(), "callable"_a.none(), "forced"_a = "",
         "ir2vec_vocab"_a = "", "regalloc"_a = false, "regalloc_policy"_a.none() = nb::none(),
         "regalloc_callable"_a.none() = nb::none(), "regalloc_max_evictions"_a = 100u,
-        "feature_upkeep"_a = "mlopt", "callable_default"_a = false, "traceable_codegen"_a = false);
+        "feature_upkeep"_a = "mlopt", "callable_default"_a = false, "traceable_codegen"_a = false,
+        "forced_callees"_a = std::map<std::string, int>());
   m.attr("regalloc_supported") = regallocSupported();
   m.attr("regalloc_source_version") = regallocSourceVersion();
 

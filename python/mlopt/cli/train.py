@@ -241,7 +241,8 @@ def cmd_train_search(args) -> int:
     cfg = SearchConfig(evaluations_per_module=args.evaluations, batch=args.batch, max_flips=args.max_flips,
                        max_decisions=args.max_decisions, flip_weights=tuple(args.flip_weights),
                        partitions=args.partitions, epochs=args.epochs, lr=args.lr, seed=args.seed)
-    run.write_config({"kind": "search", "corpus": args.corpus, "validation": args.validation, "init": str(init),
+    run.write_config({"kind": "search", "moves": args.moves, "corpus": args.corpus, "validation": args.validation,
+                      "init": str(init),
                       "problem": problem.name, **cfg.__dict__})
     say = (lambda s: None) if args.quiet else (lambda s: print(s.strip(), file=sys.stderr, flush=True))
     with make_pool(args.workers, ray=args.ray, timeout=args.timeout) as pool:
@@ -252,7 +253,8 @@ def cmd_train_search(args) -> int:
         validation = [e for e in validation if e.name in baseline]
         chosen, report = search_and_imitate(
             policy, traces[0], [e for e in train if e.name in baseline], out, cfg, pool=pool, say=say,
-            validate=lambda p: total_delta_percent(p, validation, baseline, out / "work", pool=pool))
+            validate=lambda p: total_delta_percent(p, validation, baseline, out / "work", pool=pool),
+            moves=args.moves)
     files = run.save_policy(chosen, compile_so=not args.no_compile)
     report["files"] = files
     report["llvm"] = default_llvm()
@@ -352,7 +354,9 @@ def register(sub) -> None:
 
     se = add_command(tsub, "search", "search each module's decisions for smaller code, then imitate the best",
                      ["mlopt train search splits/train --init runs/bc --validation splits/validation -o runs/search",
-                      "mlopt train search splits/train --init runs/bc -o runs/search --evaluations 96"])
+                      "mlopt train search splits/train --init runs/bc -o runs/search --evaluations 96",
+                      "mlopt train search splits/train --init prior.npz --moves callee --validation splits/validation "
+                      "-o runs/callee"])
     se.add_argument("corpus", help="training corpus")
     se.add_argument("--init", required=True, metavar="RUN|NPZ",
                     help="starting policy (a run directory or policy.npz): its own compiles are the starting "
@@ -361,6 +365,9 @@ def register(sub) -> None:
     se.add_argument("--validation", metavar="CORPUS",
                     help="corpus to choose the imitation on (a validation split; never the test split)")
     se.add_argument("--problem", type=problem_name, help="checked against the starting policy's (default: it)")
+    se.add_argument("--moves", choices=("flip", "callee"), default="flip",
+                    help="flip: one decision, the policy decides the rest (BC-Max); callee: every site of one "
+                         "callee at once, 'never inline f' or 'inline f wherever asked' (flip)")
     se.add_argument("--evaluations", type=positive_int, default=48, metavar="N", help="compiles per module (48)")
     se.add_argument("--batch", type=positive_int, default=8, help="moves per module per round (8)")
     se.add_argument("--max-flips", type=positive_int, default=10, metavar="N",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
@@ -239,6 +239,17 @@ def _codegen_level(module: Module, pipeline: str) -> int:
     return 2  # llc's default
 
 
+def _forced_callees(callees) -> dict[str, int]:
+    if not callees:
+        return {}
+    out = {}
+    for name, decision in dict(callees).items():
+        if not isinstance(name, str) or decision not in (0, 1):
+            raise ValueError(f"forced_callees maps function names to 0 or 1, not {name!r}: {decision!r}")
+        out[name] = int(decision)
+    return out
+
+
 def _forced(decisions) -> str:
     if decisions is None:
         return ""
@@ -265,7 +276,8 @@ def _feature_upkeep(value: str) -> str:
 
 def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
              keep_object: bool, call_sites: bool = False, cache: TextSizeCache | None = None,
-             forced: str = "", vocab: str = "", features: str = "mlopt") -> CompileResult:
+             forced: str = "", vocab: str = "", features: str = "mlopt",
+             forced_callees: dict[str, int] | None = None) -> CompileResult:
     if cache is not None and not isinstance(cache, TextSizeCache):
         raise TypeError(f"cache must be a TextSizeCache, not {type(cache).__name__}")
     if cache is not None and cache.llvm != module.llvm:
@@ -278,7 +290,8 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
                            tri(module.loop_vectorize), tri(module.slp_vectorize), keep_object, call_sites,
                            cache._cache if cache is not None else None, pool, callback, forced, vocab,
                            feature_upkeep=features,
-                           callable_default=bool(getattr(callback, "takes_default", False)))
+                           callable_default=bool(getattr(callback, "takes_default", False)),
+                           forced_callees=forced_callees or {})
     log_bytes = raw["log"]
     parsed = read_log(log_bytes) if log_bytes else None
     if parsed is not None:
@@ -296,7 +309,8 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
             log: bool = True, *, codegen: bool = True, keep_object: bool = False,
             call_sites: bool = False, cache: TextSizeCache | None = None,
             forced_decisions: str | Sequence[int] | None = None, llvm: int | str | None = None,
-            ir2vec_vocab: PathLike | None = None, feature_upkeep: str = "mlopt") -> CompileResult:
+            ir2vec_vocab: PathLike | None = None, feature_upkeep: str = "mlopt",
+            forced_callees: Mapping[str, int] | None = None) -> CompileResult:
     """Optimize ``module`` with ``pipeline`` (default ``default<Oz>``, or the
     corpus element's level) with ``policy`` deciding inlining, then generate
     object code in memory at the level clang would use for it.
@@ -319,6 +333,10 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     string): the inliner's first ``len(forced_decisions)`` decisions are
     these, whatever the policy answers; the policy decides the rest (local
     search over decision sequences). ``result.decisions`` is what was done.
+
+    ``forced_callees``: callee name -> 0/1: every site calling that function
+    (after the ``forced_decisions``) gets its decision, whatever the policy
+    answers ("never inline f"; local search over callees).
 
     ``llvm``: the LLVM major (19, 22) that compiles a module given as a
     path or bytes (default :func:`mlopt._native.default_llvm`); a
@@ -344,10 +362,11 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     pool, callback = _resolve_policy(policy, vocab)
     module = _as_module(module, llvm)
     forced = _forced(forced_decisions)
-    replay = getattr(cache, "replay", None) if codegen and not keep_object else None
+    by_callee = _forced_callees(forced_callees)
+    replay = getattr(cache, "replay", None) if codegen and not keep_object and not by_callee else None
     if replay is None or not replay.replayable(policy):
         return _compile(module, pool, callback, pipeline, log, codegen, keep_object, call_sites, cache, forced,
-                        vocab, features)
+                        vocab, features, by_callee)
     key = _replay_key(module, pipeline, vocab)
     hit = replay.lookup(key, policy, forced, call_sites)
     if hit is not None:

@@ -39,6 +39,8 @@ class RolloutTask:
     # decision-level cache alone; False: none.
     cache: bool | str = True
     forced: str | None = None  # '0'/'1': the first decisions, whatever the policy says (local search)
+    # (callee name, 0/1) pairs: every later site calling that function gets the decision (callee search)
+    forced_callees: tuple[tuple[str, int], ...] = ()
     decisions: bool = False  # return the decisions made (Rollout.policy_decisions)
     llvm: int | None = None  # the LLVM major that compiles it (None: the worker's default)
     ir2vec_vocab: str | None = None  # IR2Vec vocabulary (None: $MLOPT_IR2VEC_VOCAB; "": none)
@@ -155,7 +157,7 @@ def _size_rollout(task: RolloutTask) -> Rollout:
     start = time.perf_counter()
     cache = _cache(module.llvm, task.cache) if task.cache else None
     r = compile(module, policy, log=True, call_sites=task.call_sites, cache=cache, forced_decisions=task.forced,
-                ir2vec_vocab=vocab or None)
+                ir2vec_vocab=vocab or None, forced_callees=dict(task.forced_callees))
     llvm_seconds = time.perf_counter() - start
     return Rollout(task.entry.name, r.text_size, int(len(r.decisions)), int(r.decisions.sum()),
                    int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,

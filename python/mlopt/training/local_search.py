@@ -203,6 +203,10 @@ class TrajectorySearch:
                 on_round(rounds[-1])
         return rounds
 
+    def changed_rows(self) -> list[list[int]]:
+        """Per module, the rows of its best trajectory that were flipped."""
+        return [[f["position"] for f in m.flips] for m in self.modules]
+
     def trajectories(self) -> TraceDataset:
         """The logs of every module's best compile, as a trace dataset
         (``text_size``: the sizes those compiles gave), each checked by a
@@ -261,14 +265,22 @@ def imitate(policy: MLPPolicy, best: TraceDataset, weights: np.ndarray, config: 
 
 def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEntry], run_dir: Path,
                        config: SearchConfig, *, validate: Callable[[MLPPolicy], float | None],
-                       pool=None, say: Callable[[str], None] = lambda s: None) -> tuple[MLPPolicy, dict]:
-    """The whole trainer: search, imitation with each flip weight, choice by
-    ``validate`` (the validation .text delta in %; lower is better). Writes
-    ``metrics.jsonl``, ``search.json`` and ``trajectories.npz`` into
-    ``run_dir``; returns the chosen policy and a report."""
+                       pool=None, say: Callable[[str], None] = lambda s: None,
+                       moves: str = "flip") -> tuple[MLPPolicy, dict]:
+    """The whole trainer: search (``moves``: "flip", single decisions as
+    above, or "callee", every site of one callee: :mod:`.callee_search`),
+    imitation with each flip weight, choice by ``validate`` (the validation
+    .text delta in %; lower is better). Writes ``metrics.jsonl``,
+    ``search.json`` and ``trajectories.npz`` into ``run_dir``; returns the
+    chosen policy and a report."""
+    from .callee_search import CalleeSearch
+
+    searches = {"flip": TrajectorySearch, "callee": CalleeSearch}
+    if moves not in searches:
+        raise MloptError(f"search moves must be one of {', '.join(searches)}, not {moves!r}")
     run_dir = Path(run_dir)
     start = time.perf_counter()
-    search = TrajectorySearch(policy, ds, train, config, pool=pool, work=run_dir / "work")
+    search = searches[moves](policy, ds, train, config, pool=pool, work=run_dir / "work")
 
     def on_round(m: dict) -> None:
         with open(run_dir / "metrics.jsonl", "a") as f:
@@ -282,7 +294,7 @@ def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEn
     best = search.trajectories()
     best.save(run_dir / "trajectories.npz", force=True)
     (run_dir / "search.json").write_text(json.dumps(search.report(), indent=1) + "\n")
-    flipped = [[f["position"] for f in m.flips] for m in search.modules]
+    flipped = search.changed_rows()
     baseline = [m.baseline for m in search.modules]
     candidates = [("start", policy)] + [
         (f"flip_weight={w:g}", imitate(policy, best, imitation_weights(best, flipped, baseline, config, w), config))
@@ -295,7 +307,8 @@ def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEn
     finite = [(v, i) for i, v in enumerate(scores) if v is not None]
     chosen = min(finite)[1] if finite else len(candidates) - 1
     base = sum(baseline)
-    report = {"config": asdict(config), "rounds": len(rounds), "evaluations": sum(r["evaluations"] for r in rounds),
+    report = {"config": asdict(config), "moves": moves, "rounds": len(rounds),
+              "evaluations": sum(r["evaluations"] for r in rounds),
               "search_seconds": search_seconds,
               "start_delta_percent": 100.0 * (sum(m.start for m in search.modules) - base) / base if base else 0.0,
               "train_delta_percent": 100.0 * -sum(m.saved for m in search.modules) / base if base else 0.0,

@@ -198,6 +198,7 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
   DecisionTrace Trace;
   Trace.WantNames = Options.RecordCallSites;
   Trace.Forced = Options.ForcedDecisions;
+  Trace.ForcedCallees = Options.ForcedCallees;
   State.Sites = &Trace;
   State.IR2Vec = Vocab != nullptr;
   State.Features = Options.Features;

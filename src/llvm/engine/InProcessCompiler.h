@@ -28,6 +28,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -67,6 +68,9 @@ struct CompileOptions {
   /// '0'/'1' per decision: the inliner's first ForcedDecisions.size()
   /// decisions, whatever the runner answers (DecisionTrace::Forced).
   std::string ForcedDecisions;
+  /// Callee name -> decision at every site calling it, after ForcedDecisions
+  /// (DecisionTrace::ForcedCallees).
+  std::map<std::string, bool> ForcedCallees;
   /// LLVM 22: an IR2Vec vocabulary file; the inliner's inputs (and the log)
   /// then end with callee_embedding and caller_embedding (IR2VecVocabulary.h;
   /// an unreadable vocabulary throws IR2VecVocabError, LLVM 19 too).

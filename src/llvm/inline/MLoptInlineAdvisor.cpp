@@ -172,8 +172,15 @@ MLoptInlineAdvisorT<AdvisorBase, AdviceBase>::getAdviceFromModel(CallBase &CB,
   auto Heuristic = [&] { return this->GetDefaultAdvice(CB); };
   Runner.askDefaultWith(Heuristic);
   bool Decision = Runner.evaluate<int64_t>() != 0;
-  if (Sites && Sites->Asked < Sites->Forced.size())
+  if (Sites && Sites->Asked < Sites->Forced.size()) {
     Decision = Sites->Forced[Sites->Asked] == '1';
+  } else if (Sites && !Sites->ForcedCallees.empty()) {
+    if (const Function *Callee = CB.getCalledFunction()) {
+      auto It = Sites->ForcedCallees.find(Callee->getName().str());
+      if (It != Sites->ForcedCallees.end())
+        Decision = It->second;
+    }
+  }
   if (Sites)
     ++Sites->Asked;
   int64_t Default = Log ? Runner.defaultDecision() : 0;

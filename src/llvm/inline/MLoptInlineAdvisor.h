@@ -24,6 +24,9 @@
 // compile is Forced[i] ('0'/'1') for i < Forced.size(), whatever the runner
 // answers (the runner still evaluates, so its extra outputs are logged); the
 // runner decides from there on (local search over decision sequences).
+// ForcedCallees forces by name instead: every later site calling a function
+// it names gets that function's decision (local search over callees: "never
+// inline f", "inline f wherever the inliner asks").
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_MLOPTINLINEADVISOR_H
@@ -36,6 +39,7 @@
 #include "llvm/Analysis/MLInlineAdvisor.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 
 namespace mlopt {
@@ -64,6 +68,7 @@ struct DecisionTrace {
   std::vector<std::pair<std::string, std::string>> Sites; // (caller, callee), with WantNames
   std::string Forced; // '0'/'1': the first Forced.size() decisions, overriding the runner
   size_t Asked = 0;   // decisions asked of the model so far
+  std::map<std::string, bool> ForcedCallees; // callee name -> decision, after Forced
 };
 
 template <class AdvisorBase, class AdviceBase>
