@@ -408,6 +408,37 @@ def test_callee_search_moves_force_every_site_of_one_callee(es_setup, mini_corpu
     assert report["chosen"] in report["validation"]
 
 
+def test_callee_search_keeps_only_moves_shared_by_packages(es_setup, mini_corpus, tmp_path):
+    """keep_shared(n) drops every move accepted in fewer than n packages:
+    with n above the corpus's package count, every module is back to the
+    starting policy's own compile (size, decisions) and nothing is weighed
+    as searched; with n = 1 nothing changes."""
+    from mlopt.corpus.split import package_of
+    from mlopt.training.callee_search import CalleeSearch
+    from mlopt.training.local_search import SearchConfig
+    from mlopt.workers import make_pool
+
+    policy, entries, _ = es_setup
+    trace = trace_corpus(mini_corpus, use_cache=False, workers=2, quiet=True)
+    with make_pool(2) as pool:
+        search = CalleeSearch(policy, trace, entries[:4], SearchConfig(evaluations_per_module=6, batch=3),
+                              work=tmp_path, pool=pool)
+        starts = [(m.start, m.best.decisions) for m in search.modules]
+        search.run()
+        assert any(m.flips for m in search.modules)
+        before = [(m.best.size, m.best.decisions) for m in search.modules]
+        assert search.keep_shared(1)["moves_dropped"] == 0
+        assert [(m.best.size, m.best.decisions) for m in search.modules] == before
+        packages = {package_of(e.name) for e in entries[:4]}
+        kept = search.keep_shared(len(packages) + 1)
+        assert kept["moves_kept"] == 0 and kept["train_delta_percent"] == pytest.approx(
+            100.0 * (sum(m.start for m in search.modules) - sum(m.baseline for m in search.modules))
+            / sum(m.baseline for m in search.modules))
+        assert [(m.best.size, m.best.decisions) for m in search.modules] == starts
+        assert search.changed_rows() == [[] for _ in search.modules]
+        search.trajectories()  # each replays to its recorded size
+
+
 def test_forced_callees_decide_every_site_of_a_callee(mini_corpus):
     """forced_callees={f: 0} leaves no site of f inlined, {f: 1} inlines
     every site of f the inliner asks about; the other sites are the

@@ -232,7 +232,10 @@ def cmd_train_search(args) -> int:
     from ..training.local_search import SearchConfig, search_and_imitate
     from ..training.validation import total_delta_percent
     from ..workers import make_pool
+    from ._common import UsageError
 
+    if args.min_packages > 1 and args.moves != "callee":
+        raise UsageError("--min-packages filters callee moves: use it with --moves callee")
     init, policy = _load_init(args)
     problem = policy.problem
     _check_objective_inputs(problem, args)
@@ -240,7 +243,8 @@ def cmd_train_search(args) -> int:
     run = open_run_dir(args, resumable=False)
     cfg = SearchConfig(evaluations_per_module=args.evaluations, batch=args.batch, max_flips=args.max_flips,
                        max_decisions=args.max_decisions, flip_weights=tuple(args.flip_weights),
-                       partitions=args.partitions, epochs=args.epochs, lr=args.lr, seed=args.seed)
+                       partitions=args.partitions, epochs=args.epochs, lr=args.lr, seed=args.seed,
+                       min_packages=args.min_packages)
     run.write_config({"kind": "search", "moves": args.moves, "corpus": args.corpus, "validation": args.validation,
                       "init": str(init),
                       "problem": problem.name, **cfg.__dict__})
@@ -368,6 +372,8 @@ def register(sub) -> None:
     se.add_argument("--moves", choices=("flip", "callee"), default="flip",
                     help="flip: one decision, the policy decides the rest (BC-Max); callee: every site of one "
                          "callee at once, 'never inline f' or 'inline f wherever asked' (flip)")
+    se.add_argument("--min-packages", type=positive_int, default=1, metavar="N",
+                    help="--moves callee: imitate only the moves accepted in at least N packages (1: all)")
     se.add_argument("--evaluations", type=positive_int, default=48, metavar="N", help="compiles per module (48)")
     se.add_argument("--batch", type=positive_int, default=8, help="moves per module per round (8)")
     se.add_argument("--max-flips", type=positive_int, default=10, metavar="N",
