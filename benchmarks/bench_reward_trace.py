@@ -173,8 +173,8 @@ def study(program, out: Path, args, seeds: dict[int, Path]) -> dict:
             rows[name].setdefault("cpu_times", []).append(cpu)
 
     base = rows["default"]
-    print(f"\n{program.name}, {len(rows)} variants, run '{' '.join(run_args)}', trace {trace_s:.1f} s under "
-          f"valgrind, llvm-mca -mcpu={base['cpu']}, load average {os.getloadavg()[0]:.1f}")
+    print(f"\n{program.name}, {len(rows)} variants, run '{' '.join(run_args)}' ({program.input}), "
+          f"trace {trace_s:.1f} s under valgrind, llvm-mca -mcpu={base['cpu']}, load average {os.getloadavg()[0]:.1f}")
     print(f"{'variant':13} {'predicted':>13} {'measured':>13} {'error%':>8} {'instr/def':>9} {'cycles/def':>10} "
           f"{'block/def':>9} "
           f"{'score/def':>9} {'cpu/def':>8} {'+-95%':>7} {'ok':>3}")
@@ -196,7 +196,8 @@ def study(program, out: Path, args, seeds: dict[int, Path]) -> dict:
     sep = lambda k: [rows[n][k] for n in separable]  # noqa: E731
     sep_cpu = [statistics.mean(rows[n]["cpu_times"]) for n in separable]
     summary = {
-        "program": program.name, "in_corpus": program.in_corpus, "variants": len(names), "trace_s": trace_s,
+        "program": program.name, "input": program.input, "in_corpus": program.in_corpus, "variants": len(names),
+        "trace_s": trace_s,
         "max_abs_error_pct": max(abs(rows[n]["error_pct"]) for n in names),
         "rho_pred_vs_measured_instr": spearman(col("predicted"), col("measured")),
         "rho_cycles_vs_measured_instr": spearman(col("cycles"), col("measured")),
@@ -244,6 +245,9 @@ def main() -> int:
     ap.add_argument("--cpu", default=None, help="llvm-mca -mcpu (default: this host)")
     ap.add_argument("--clang", default="clang-19")
     ap.add_argument("--no-score", action="store_true", help="skip RegAllocScore (needs the engine's regalloc)")
+    ap.add_argument("--input-scale", type=int, default=1, metavar="K",
+                    help="K times the program's input (a run K times longer; the trace's size and the estimate's "
+                         "time should not grow with it)")
     args = ap.parse_args()
     names = args.program.split(",")
     unknown = [n for n in names if n not in PROGRAMS]
@@ -251,7 +255,7 @@ def main() -> int:
         ap.error(f"unknown program(s) {', '.join(unknown)}; known: {', '.join(PROGRAMS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     seeds = policies(args.out, max(args.variants, args.capped))
-    summaries = [study(PROGRAMS[n], args.out, args, seeds) for n in names]
+    summaries = [study(PROGRAMS[n].scaled(args.input_scale), args.out, args, seeds) for n in names]
     print(f"\n{'program':11} {'variants':>8} {'max err%':>8} {'rho pred~instr':>14} {'rho score~instr':>15} "
           f"{'rho pred~cpu':>12} {'rho cyc~cpu':>11} {'rho blk~cpu':>11} {'rho score~cpu':>13} {'separable':>9} "
           f"{'est s':>6} "

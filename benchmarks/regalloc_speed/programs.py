@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -29,6 +29,13 @@ class Program:
     args: tuple[str, ...] = ()  # the measured run's arguments; "{input}" is the input file
     input: str | None = None  # "text:<bytes>" (the tree's own sources) or "json:<objects>"
     in_corpus: bool = False
+
+    def scaled(self, k: int) -> Program:
+        """The same program on an input k times as large."""
+        if k == 1 or self.input is None:
+            return self
+        kind, _, amount = self.input.partition(":")
+        return replace(self, input=f"{kind}:{int(amount) * k}")
 
     def tree(self, cache: Path) -> Path:
         kind, _, spec = self.origin.partition(":")
@@ -62,7 +69,7 @@ class Program:
         if self.input is None:
             return None
         kind, _, amount = self.input.partition(":")
-        path = out / f"{self.name}.input"
+        path = out / f"{self.name}-{amount}.input"
         if path.exists():
             return path
         if kind == "text":
