@@ -356,7 +356,8 @@ def test_policy_check_reports_what_a_policy_would_do_on_logged_sites(sdist_trace
 
 
 def _search(es_setup, trace, tmp_path, pool, name, moves="flip"):
-    from mlopt.training.local_search import SearchConfig, search_and_imitate
+    from mlopt.training.callee_search import CalleeSearch
+    from mlopt.training.local_search import SearchConfig, TrajectorySearch, search_and_imitate
     from mlopt.training.validation import total_delta_percent
 
     policy, entries, baseline = es_setup
@@ -364,7 +365,8 @@ def _search(es_setup, trace, tmp_path, pool, name, moves="flip"):
     run.mkdir()
     cfg = SearchConfig(evaluations_per_module=8, batch=4, flip_weights=(1.0, 8.0), epochs=2)
     chosen, report = search_and_imitate(
-        policy, trace, entries[:5], run, cfg, pool=pool, moves=moves,
+        policy, trace, entries[:5], run, cfg, pool=pool,
+        search_class={"flip": TrajectorySearch, "callee": CalleeSearch}[moves],
         validate=lambda p: total_delta_percent(p, entries[5:], baseline, run / "work", pool=pool))
     return chosen, report, run
 
@@ -402,7 +404,7 @@ def test_callee_search_moves_force_every_site_of_one_callee(es_setup, mini_corpu
             assert child.text_size == move["size"] < move["parent_size"] == parent.text_size
             mine = policy.decide(child.log)
             for (caller, callee), d, p in zip(child.call_sites, child.decisions, mine):
-                assert d == (forced[callee] if callee in forced else p), (caller, callee)
+                assert d == forced.get(callee, p), (caller, callee)
             parent = child
         assert parent.text_size == r["best_text"] and "".join(map(str, parent.decisions)) == r["decisions"]
     assert report["chosen"] in report["validation"]

@@ -229,7 +229,8 @@ def cmd_train_search(args) -> int:
 
     from .._native import default_llvm
     from ..corpus import corpus_entries
-    from ..training.local_search import SearchConfig, search_and_imitate
+    from ..training.callee_search import CalleeSearch
+    from ..training.local_search import SearchConfig, TrajectorySearch, search_and_imitate
     from ..training.validation import total_delta_percent
     from ..workers import make_pool
     from ._common import UsageError
@@ -258,7 +259,7 @@ def cmd_train_search(args) -> int:
         chosen, report = search_and_imitate(
             policy, traces[0], [e for e in train if e.name in baseline], out, cfg, pool=pool, say=say,
             validate=lambda p: total_delta_percent(p, validation, baseline, out / "work", pool=pool),
-            moves=args.moves)
+            search_class=CalleeSearch if args.moves == "callee" else TrajectorySearch)
     files = run.save_policy(chosen, compile_so=not args.no_compile)
     report["files"] = files
     report["llvm"] = default_llvm()

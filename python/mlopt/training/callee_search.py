@@ -28,16 +28,13 @@ whose callee was forced (:meth:`CalleeSearch.changed_rows`), weighted as
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..corpus import CorpusEntry
 from ..errors import MloptError
-from ..policy import MLPPolicy
-from ..rollouts import RolloutTask, TraceDataset, run_rollouts
-from .local_search import SearchConfig, Trajectory, _trajectory
+from ..rollouts import RolloutTask
+from .local_search import ModuleSearch, TrajectorySearch, _trajectory
 
 
 def callee_moves(sites: list[tuple[str, str]], decisions: str, skip=frozenset()) -> list[tuple[str, int]]:
@@ -56,109 +53,51 @@ def callee_moves(sites: list[tuple[str, str]], decisions: str, skip=frozenset())
 
 
 @dataclass
-class CalleeModule:
-    """One module's search state."""
+class CalleeModule(ModuleSearch):
+    """One module's search state: ``queue`` holds (callee, decision) moves,
+    ``flips`` the accepted ones (callee, decision, size, parent's size)."""
 
-    entry: CorpusEntry
-    baseline: int  # the heuristic's (-Oz) .text bytes
-    start: int  # the starting policy's own .text bytes
-    best: Trajectory
-    sites: list[tuple[str, str]]  # (caller, callee) of each of best's decisions
-    queue: list[tuple[str, int]]
+    sites: list[tuple[str, str]] = field(default_factory=list)  # (caller, callee) of each of best's decisions
     forced: dict[str, int] = field(default_factory=dict)  # accepted moves
     tried: set = field(default_factory=set)
-    evaluations: int = 0
-    flips: list[dict] = field(default_factory=list)  # accepted moves: callee, decision, size, parent's size
-
-    @property
-    def saved(self) -> int:
-        return self.baseline - self.best.size
 
 
-class CalleeSearch:
+class CalleeSearch(TrajectorySearch):
     """Runs the callee search over ``train`` from ``policy``'s own compiles
-    (the interface of :class:`.local_search.TrajectorySearch`)."""
+    (:class:`.local_search.TrajectorySearch` with other moves)."""
 
-    def __init__(self, policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEntry], config: SearchConfig, *,
-                 work: Path, pool=None):
-        problem = policy.problem
+    kind = "callee-search"
+    moves = "callee"
+
+    @staticmethod
+    def _check(problem) -> None:
         if problem.num_actions != 2 or problem.objective != "text_size":
             raise MloptError(f"callee search forces inlining decisions; problem {problem.name!r} is not an "
                              "inlining problem")
-        self.config, self.pool, self.problem, self.policy = config, pool, problem, policy
-        index = ds.module_index()
-        missing = [e.name for e in train if e.name not in index]
-        if missing:
-            raise MloptError(f"module {missing[0]!r} is not in the trace (trace the corpus first)")
-        work = Path(work)
-        work.mkdir(parents=True, exist_ok=True)
-        self.policy_path = str(work / "search-policy.tflite")
-        Path(self.policy_path).write_bytes(policy.to_tflite())
-        starts = self._run([RolloutTask(e, self.policy_path, log=True, decisions=True, call_sites=True)
-                            for e in train])
-        self.modules: list[CalleeModule] = []
-        for e, r in zip(train, starts):
-            if not r.ok:
-                raise MloptError(f"{e.name}: the starting policy's compile failed: {r.describe()}")
-            t = _trajectory(r.value, problem)
-            sites = [tuple(s) for s in r.value.call_sites]
-            queue = callee_moves(sites, t.decisions) if len(t.decisions) <= config.max_decisions else []
-            self.modules.append(CalleeModule(e, int(ds.text_size[index[e.name]]), t.size, t, sites, queue))
-        self.round = 0
 
-    def _run(self, tasks: list[RolloutTask]) -> list:
-        return run_rollouts(tasks, pool=self.pool, quiet=True) if tasks else []
+    def _start_task(self, entry: CorpusEntry) -> RolloutTask:
+        return RolloutTask(entry, self.policy_path, log=True, decisions=True, call_sites=True)
 
-    def active(self) -> list[CalleeModule]:
-        c = self.config
-        return [m for m in self.modules if m.queue and m.evaluations < c.evaluations_per_module
-                and len(m.flips) < c.max_flips]
+    def _start_module(self, entry: CorpusEntry, baseline: int, rollout) -> CalleeModule:
+        t = _trajectory(rollout, self.problem)
+        sites = [tuple(s) for s in rollout.call_sites]
+        queue = callee_moves(sites, t.decisions) if len(t.decisions) <= self.config.max_decisions else []
+        return CalleeModule(entry, baseline, t.size, t, queue, sites=sites)
 
-    def step(self) -> dict:
-        start = time.perf_counter()
-        tasks, owners = [], []
-        for m in self.active():
-            n = min(self.config.batch, self.config.evaluations_per_module - m.evaluations)
-            moves, m.queue = m.queue[:n], m.queue[n:]
-            for callee, d in moves:
-                m.tried.add((callee, d))
-                forced = tuple(sorted({**m.forced, callee: d}.items()))
-                tasks.append(RolloutTask(m.entry, self.policy_path, forced_callees=forced, log=True,
-                                         decisions=True, call_sites=True))
-                owners.append((m, (callee, d)))
-        results = self._run(tasks)
-        by_module: dict[int, list] = {}
-        for (m, move), r in zip(owners, results):
-            m.evaluations += 1
-            if r.ok:
-                by_module.setdefault(id(m), []).append((r.value.text_size, move, r.value))
-        improved = 0
-        for m in {id(m): m for m, _ in owners}.values():
-            tried = sorted(by_module.get(id(m), []), key=lambda t: (t[0], t[1]))
-            if tried and tried[0][0] < m.best.size:
-                size, (callee, d), rollout = tried[0]
-                m.flips.append({"callee": callee, "decision": d, "size": size, "parent_size": m.best.size})
-                m.forced[callee] = d
-                m.best = _trajectory(rollout, self.problem)
-                m.sites = [tuple(s) for s in rollout.call_sites]
-                m.queue = callee_moves(m.sites, m.best.decisions, skip=m.tried | {(c, 1 - v) for c, v in
-                                                                                   m.forced.items()})
-                improved += 1
-        self.round += 1
-        elapsed = time.perf_counter() - start
-        base = sum(m.baseline for m in self.modules)
-        return {"round": self.round, "evaluations": len(tasks), "failed": sum(not r.ok for r in results),
-                "improved_modules": improved, "active_modules": len(self.active()),
-                "train_delta_percent": 100.0 * -sum(m.saved for m in self.modules) / base if base else 0.0,
-                "evaluations_per_s": len(tasks) / elapsed if elapsed > 0 else 0.0}
+    def _move_tasks(self, m: CalleeModule, n: int) -> list[tuple[object, RolloutTask]]:
+        moves, m.queue = m.queue[:n], m.queue[n:]
+        m.tried.update(moves)
+        return [((callee, d), RolloutTask(m.entry, self.policy_path, log=True, decisions=True, call_sites=True,
+                                          forced_callees=tuple(sorted({**m.forced, callee: d}.items()))))
+                for callee, d in moves]
 
-    def run(self, on_round=None) -> list[dict]:
-        rounds = []
-        while self.active():
-            rounds.append(self.step())
-            if on_round:
-                on_round(rounds[-1])
-        return rounds
+    def _accept(self, m: CalleeModule, move, rollout) -> None:
+        callee, d = move
+        m.flips.append({"callee": callee, "decision": d, "size": rollout.text_size, "parent_size": m.best.size})
+        m.forced[callee] = d
+        m.best = _trajectory(rollout, self.problem)
+        m.sites = [tuple(s) for s in rollout.call_sites]
+        m.queue = callee_moves(m.sites, m.best.decisions, skip=m.tried | {(c, 1 - v) for c, v in m.forced.items()})
 
     def keep_shared(self, min_packages: int) -> dict:
         """Keeps only the accepted moves that were accepted in at least
@@ -193,21 +132,3 @@ class CalleeSearch:
     def changed_rows(self) -> list[list[int]]:
         """Per module, the rows of its best compile whose callee was forced."""
         return [[i for i, (_, callee) in enumerate(m.sites) if callee in m.forced] for m in self.modules]
-
-    def trajectories(self) -> TraceDataset:
-        """The logs of every module's best compile, each checked by a replay
-        forced to its whole decision string (as TrajectorySearch does)."""
-        tasks = [RolloutTask(m.entry, None, forced=m.best.decisions, cache=False) for m in self.modules]
-        for m, r in zip(self.modules, self._run(tasks)):
-            if not r.ok:
-                raise MloptError(f"{m.entry.name}: replaying its best trajectory failed: {r.describe()}")
-            if r.value.text_size != m.best.size:
-                raise MloptError(f"{m.entry.name}: its best trajectory compiled to {r.value.text_size} bytes on "
-                                 f"replay, {m.best.size} in the search (the compiler is not deterministic?)")
-        return TraceDataset.from_logs([m.entry.name for m in self.modules], [m.best.size for m in self.modules],
-                                      [m.best.log_bytes for m in self.modules], {"kind": "callee-search"})
-
-    def report(self) -> list[dict]:
-        return [{"module": m.entry.name, "heuristic_text": m.baseline, "start_text": m.start,
-                 "best_text": m.best.size, "evaluations": m.evaluations, "flips": m.flips,
-                 "decisions": m.best.decisions} for m in self.modules]

@@ -129,12 +129,13 @@ class TrajectorySearch:
     heuristic's trace: their -Oz sizes) from ``policy``'s own trajectories.
     ``work``: a directory for the policy's exported model."""
 
+    kind = "trajectory-search"  # the trajectories' dataset metadata
+    moves = "flip"  # what a move changes (reports, `mlopt train search --moves`)
+
     def __init__(self, policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEntry], config: SearchConfig, *,
                  work: Path, pool=None):
         problem = policy.problem
-        if problem.num_actions != 2:
-            raise MloptError(f"trajectory search forces 0/1 decisions; problem {problem.name!r} has "
-                             f"{problem.num_actions} actions")
+        self._check(problem)
         self.config, self.pool, self.problem, self.policy = config, pool, problem, policy
         index = ds.module_index()
         missing = [e.name for e in train if e.name not in index]
@@ -144,15 +145,27 @@ class TrajectorySearch:
         work.mkdir(parents=True, exist_ok=True)
         self.policy_path = str(work / "search-policy.tflite")
         Path(self.policy_path).write_bytes(policy.to_tflite())
-        starts = self._run([RolloutTask(e, self.policy_path, log=True, decisions=True) for e in train])
-        self.modules: list[ModuleSearch] = []
+        starts = self._run([self._start_task(e) for e in train])
+        self.modules = []
         for e, r in zip(train, starts):
             if not r.ok:
                 raise MloptError(f"{e.name}: the starting policy's compile failed: {r.describe()}")
-            t = _trajectory(r.value, problem)
-            order = uncertainty_order(policy, t.columns) if len(t.decisions) <= config.max_decisions else []
-            self.modules.append(ModuleSearch(e, int(ds.text_size[index[e.name]]), t.size, t, order))
+            self.modules.append(self._start_module(e, int(ds.text_size[index[e.name]]), r.value))
         self.round = 0
+
+    @staticmethod
+    def _check(problem) -> None:
+        if problem.num_actions != 2:
+            raise MloptError(f"trajectory search forces 0/1 decisions; problem {problem.name!r} has "
+                             f"{problem.num_actions} actions")
+
+    def _start_task(self, entry: CorpusEntry) -> RolloutTask:
+        return RolloutTask(entry, self.policy_path, log=True, decisions=True)
+
+    def _start_module(self, entry: CorpusEntry, baseline: int, rollout) -> ModuleSearch:
+        t = _trajectory(rollout, self.problem)
+        order = uncertainty_order(self.policy, t.columns) if len(t.decisions) <= self.config.max_decisions else []
+        return ModuleSearch(entry, baseline, t.size, t, order)
 
     def _run(self, tasks: list[RolloutTask]) -> list:
         return run_rollouts(tasks, pool=self.pool, quiet=True) if tasks else []
@@ -162,31 +175,37 @@ class TrajectorySearch:
         return [m for m in self.modules if m.queue and m.evaluations < c.evaluations_per_module
                 and len(m.flips) < c.max_flips]
 
+    def _move_tasks(self, m: ModuleSearch, n: int) -> list[tuple[object, RolloutTask]]:
+        """The next ``n`` moves of ``m`` (taken off its queue) and their compiles."""
+        moves, m.queue = m.queue[:n], m.queue[n:]
+        return [(k, RolloutTask(m.entry, self.policy_path, forced=flip_move(m.best.decisions, k), log=True,
+                                decisions=True)) for k in moves]
+
+    def _accept(self, m: ModuleSearch, k, rollout) -> None:
+        m.flips.append({"position": k, "size": rollout.text_size, "parent_size": m.best.size})
+        m.best = _trajectory(rollout, self.problem)
+        m.queue = uncertainty_order(self.policy, m.best.columns, after=k)  # re-ranked on the new trajectory
+
     def step(self) -> dict:
         """One round; returns its metrics."""
         start = time.perf_counter()
         tasks, owners = [], []
         for m in self.active():
-            n = min(self.config.batch, self.config.evaluations_per_module - m.evaluations)
-            moves, m.queue = m.queue[:n], m.queue[n:]
-            for k in moves:
-                tasks.append(RolloutTask(m.entry, self.policy_path, forced=flip_move(m.best.decisions, k),
-                                         log=True, decisions=True))
-                owners.append((m, k))
+            for move, task in self._move_tasks(m, min(self.config.batch,
+                                                      self.config.evaluations_per_module - m.evaluations)):
+                tasks.append(task)
+                owners.append((m, move))
         results = self._run(tasks)
         by_module: dict[int, list] = {}
-        for (m, k), r in zip(owners, results):
+        for (m, move), r in zip(owners, results):
             m.evaluations += 1
             if r.ok:
-                by_module.setdefault(id(m), []).append((r.value.text_size, k, r.value))
+                by_module.setdefault(id(m), []).append((r.value.text_size, move, r.value))
         improved = 0
         for m in {id(m): m for m, _ in owners}.values():
             tried = sorted(by_module.get(id(m), []), key=lambda t: (t[0], t[1]))
             if tried and tried[0][0] < m.best.size:
-                size, k, rollout = tried[0]
-                m.flips.append({"position": k, "size": size, "parent_size": m.best.size})
-                m.best = _trajectory(rollout, self.problem)
-                m.queue = uncertainty_order(self.policy, m.best.columns, after=k)  # re-ranked on the new trajectory
+                self._accept(m, tried[0][1], tried[0][2])
                 improved += 1
         self.round += 1
         elapsed = time.perf_counter() - start
@@ -220,7 +239,7 @@ class TrajectorySearch:
                 raise MloptError(f"{m.entry.name}: its best trajectory compiled to {r.value.text_size} bytes on "
                                  f"replay, {m.best.size} in the search (the compiler is not deterministic?)")
         return TraceDataset.from_logs([m.entry.name for m in self.modules], [m.best.size for m in self.modules],
-                                      [m.best.log_bytes for m in self.modules], {"kind": "trajectory-search"})
+                                      [m.best.log_bytes for m in self.modules], {"kind": self.kind})
 
     def report(self) -> list[dict]:
         return [{"module": m.entry.name, "heuristic_text": m.baseline, "start_text": m.start,
@@ -267,21 +286,18 @@ def imitate(policy: MLPPolicy, best: TraceDataset, weights: np.ndarray, config: 
 def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEntry], run_dir: Path,
                        config: SearchConfig, *, validate: Callable[[MLPPolicy], float | None],
                        pool=None, say: Callable[[str], None] = lambda s: None,
-                       moves: str = "flip") -> tuple[MLPPolicy, dict]:
-    """The whole trainer: search (``moves``: "flip", single decisions as
-    above, or "callee", every site of one callee: :mod:`.callee_search`),
-    imitation with each flip weight, choice by ``validate`` (the validation
-    .text delta in %; lower is better). Writes ``metrics.jsonl``,
-    ``search.json`` and ``trajectories.npz`` into ``run_dir``; returns the
-    chosen policy and a report."""
-    from .callee_search import CalleeSearch
-
-    searches = {"flip": TrajectorySearch, "callee": CalleeSearch}
-    if moves not in searches:
-        raise MloptError(f"search moves must be one of {', '.join(searches)}, not {moves!r}")
+                       search_class: type[TrajectorySearch] | None = None) -> tuple[MLPPolicy, dict]:
+    """The whole trainer: search (``search_class``: :class:`TrajectorySearch`,
+    single flips, by default; :class:`.callee_search.CalleeSearch`, every
+    site of one callee), imitation with each flip weight, choice by
+    ``validate`` (the validation .text delta in %; lower is better). Writes
+    ``metrics.jsonl``, ``search.json`` and ``trajectories.npz`` into
+    ``run_dir``; returns the chosen policy and a report."""
+    search_class = search_class or TrajectorySearch
+    moves = search_class.moves
     run_dir = Path(run_dir)
     start = time.perf_counter()
-    search = searches[moves](policy, ds, train, config, pool=pool, work=run_dir / "work")
+    search = search_class(policy, ds, train, config, pool=pool, work=run_dir / "work")
 
     def on_round(m: dict) -> None:
         with open(run_dir / "metrics.jsonl", "a") as f:
@@ -294,8 +310,8 @@ def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEn
     searched_delta = -100.0 * sum(m.saved for m in search.modules) / max(1, sum(m.baseline for m in search.modules))
     shared = None
     if config.min_packages > 1:
-        if moves != "callee":
-            raise MloptError("min_packages filters callee moves (moves='callee')")
+        if not hasattr(search, "keep_shared"):
+            raise MloptError(f"min_packages filters callee moves; {moves!r} moves have no packages to share")
         shared = search.keep_shared(config.min_packages)
         say(f"         moves accepted in >= {config.min_packages} packages: {shared['moves_kept']} kept, "
             f"{shared['moves_dropped']} dropped; training modules {shared['train_delta_percent']:+.3f}% vs -Oz")
