@@ -239,17 +239,6 @@ def _codegen_level(module: Module, pipeline: str) -> int:
     return 2  # llc's default
 
 
-def _forced_callees(callees) -> dict[str, int]:
-    if not callees:
-        return {}
-    out = {}
-    for name, decision in dict(callees).items():
-        if not isinstance(name, str) or decision not in (0, 1):
-            raise ValueError(f"forced_callees maps function names to 0 or 1, not {name!r}: {decision!r}")
-        out[name] = int(decision)
-    return out
-
-
 def _forced(decisions) -> str:
     if decisions is None:
         return ""
@@ -362,7 +351,7 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     pool, callback = _resolve_policy(policy, vocab)
     module = _as_module(module, llvm)
     forced = _forced(forced_decisions)
-    by_callee = _forced_callees(forced_callees)
+    by_callee = {name: int(d) for name, d in (forced_callees or {}).items()}  # the engine checks them
     replay = getattr(cache, "replay", None) if codegen and not keep_object and not by_callee else None
     if replay is None or not replay.replayable(policy):
         return _compile(module, pool, callback, pipeline, log, codegen, keep_object, call_sites, cache, forced,

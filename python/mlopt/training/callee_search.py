@@ -124,10 +124,8 @@ class CalleeSearch(TrajectorySearch):
             m.flips = [f for f in m.flips if (f["callee"], f["decision"]) in shared]
             m.best = _trajectory(r.value, self.problem)
             m.sites = [tuple(s) for s in r.value.call_sites]
-        base = sum(m.baseline for m in self.modules)
         return {"min_packages": min_packages, "moves_kept": len(shared), "moves_dropped": len(seen) - len(shared),
-                "modules_recompiled": len(redo),
-                "train_delta_percent": 100.0 * -sum(m.saved for m in self.modules) / base if base else 0.0}
+                "modules_recompiled": len(redo), "train_delta_percent": self.delta_percent()}
 
     def changed_rows(self) -> list[list[int]]:
         """Per module, the rows of its best compile whose callee was forced."""

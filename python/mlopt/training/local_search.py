@@ -167,6 +167,11 @@ class TrajectorySearch:
         order = uncertainty_order(self.policy, t.columns) if len(t.decisions) <= self.config.max_decisions else []
         return ModuleSearch(entry, baseline, t.size, t, order)
 
+    def delta_percent(self) -> float:
+        """The modules' best compiles against the heuristic's, total .text in % (negative = smaller)."""
+        base = sum(m.baseline for m in self.modules)
+        return 100.0 * -sum(m.saved for m in self.modules) / base if base else 0.0
+
     def _run(self, tasks: list[RolloutTask]) -> list:
         return run_rollouts(tasks, pool=self.pool, quiet=True) if tasks else []
 
@@ -209,10 +214,9 @@ class TrajectorySearch:
                 improved += 1
         self.round += 1
         elapsed = time.perf_counter() - start
-        base = sum(m.baseline for m in self.modules)
         return {"round": self.round, "evaluations": len(tasks), "failed": sum(not r.ok for r in results),
                 "improved_modules": improved, "active_modules": len(self.active()),
-                "train_delta_percent": 100.0 * -sum(m.saved for m in self.modules) / base if base else 0.0,
+                "train_delta_percent": self.delta_percent(),
                 "evaluations_per_s": len(tasks) / elapsed if elapsed > 0 else 0.0}
 
     def run(self, on_round: Callable[[dict], None] | None = None) -> list[dict]:
@@ -307,7 +311,7 @@ def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEn
             f"{m['evaluations_per_s']:.1f} evaluations/s")
 
     rounds = search.run(on_round)
-    searched_delta = -100.0 * sum(m.saved for m in search.modules) / max(1, sum(m.baseline for m in search.modules))
+    searched_delta = search.delta_percent()
     shared = None
     if config.min_packages > 1:
         if not hasattr(search, "keep_shared"):
@@ -337,7 +341,7 @@ def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEn
               "search_seconds": search_seconds,
               "start_delta_percent": 100.0 * (sum(m.start for m in search.modules) - base) / base if base else 0.0,
               "searched_delta_percent": searched_delta, "shared_moves": shared,
-              "train_delta_percent": 100.0 * -sum(m.saved for m in search.modules) / base if base else 0.0,
+              "train_delta_percent": search.delta_percent(),
               "improved_modules": sum(bool(m.flips) for m in search.modules), "modules": len(search.modules),
               "flips": sum(len(f) for f in flipped),
               "validation": {name: v for (name, _), v in zip(candidates, scores)}, "chosen": candidates[chosen][0]}
