@@ -8,7 +8,8 @@ build-flags`: the default eviction advisor (the baseline, measured in the
 same run), N random eviction policies (`mlopt policy export --problem
 regalloc --random --seed K`, loaded by the plugin) and M of them capped at
 one eviction per virtual register (`-mlopt-regalloc-max-evictions=1`:
-closer to the default). The default build is traced once under valgrind,
+closer to the default), and trained policies given with ``--policy
+NAME=SO``. The default build is traced once under valgrind,
 every variant is estimated from that trace, then measured: instructions
 under callgrind (the same recording, same arguments) and native wall and CPU
 time (rounds interleaved across variants, mean and 95% CI). Beside them,
@@ -20,7 +21,7 @@ predicted cycles, the score, the time; then Spearman rho of each predictor
 instructions and time, and the estimate's time against running.
 
     python3 benchmarks/bench_reward_trace.py --out /tmp/brt --program zlib,libdeflate,ncompress,cjson \\
-        --variants 10 --capped 9 --runs 10
+        --variants 10 --capped 9 --runs 10 [--policy es=runs/es.so ...]
 """
 
 from __future__ import annotations
@@ -126,6 +127,8 @@ def study(program, out: Path, args, seeds: dict[int, Path]) -> dict:
         variants[f"seed{seed}"] = (seeds[seed], 100)
     for seed in range(1, args.capped + 1):
         variants[f"seed{seed}-cap1"] = (seeds[seed], 1)
+    for name, so in args.policy:
+        variants[name] = (so, 100)
     exes = {}
     for name, (so, cap) in variants.items():
         exe = out / "bin" / program.name / name
@@ -234,6 +237,18 @@ def study(program, out: Path, args, seeds: dict[int, Path]) -> dict:
     return summary
 
 
+def named_policy(text: str) -> tuple[str, Path]:
+    """NAME=SO of --policy: a variant name and an existing compiled eviction policy."""
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=SO")
+    if name == "default" or name.startswith("seed"):
+        raise argparse.ArgumentTypeError(f"{name!r} names a built-in variant; choose another name")
+    if not Path(path).is_file():
+        raise argparse.ArgumentTypeError(f"{path}: no such file")
+    return name, Path(path).resolve()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -241,6 +256,8 @@ def main() -> int:
     ap.add_argument("--variants", type=int, default=8, help="random eviction policies (seeds 1..N)")
     ap.add_argument("--capped", type=int, default=0,
                     help="also seeds 1..M with at most one eviction per virtual register (closer to the default)")
+    ap.add_argument("--policy", type=named_policy, action="append", default=[], metavar="NAME=SO",
+                    help="also a trained eviction policy (a compiled .so), e.g. es=runs/es/policy.so; repeatable")
     ap.add_argument("--runs", type=int, default=10, help="native timed runs per variant (interleaved)")
     ap.add_argument("--cpu", default=None, help="llvm-mca -mcpu (default: this host)")
     ap.add_argument("--clang", default="clang-19")
