@@ -157,6 +157,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int)
     ap.add_argument("--recollect", action="store_true")
     ap.add_argument("--llvm", type=int, help="the LLVM major that compiles (default: $MLOPT_LLVM, else 19)")
+    ap.add_argument("--train-packages", help="a learning curve: train on K randomly chosen training packages "
+                    "(per seed), for each K of this comma list (default: all)")
     ap.add_argument("--ir2vec-vocab", help="LLVM 22: an IR2Vec vocabulary; the features then include the mean "
                     "callee and caller embeddings at the callee's sites")
     args = ap.parse_args()
@@ -186,27 +188,39 @@ def main() -> None:
     feature_sets = [("site features", False)]
     if any(r.get("embedding") for r in data["train"]["rows"]):
         feature_sets.append(("site features + IR2Vec", True))
+    packages = sorted({package_of(r["module"]) for r in data["train"]["rows"]})
+    sizes = [int(k) for k in args.train_packages.split(",")] if args.train_packages else [len(packages)]
+    if any(not 0 < k <= len(packages) for k in sizes):
+        ap.error(f"--train-packages: between 1 and {len(packages)} (the training packages with moves)")
     for name, embeddings in feature_sets:
-        report["models"][name] = evaluate(data, y, embeddings, args)
+        for k in sizes:
+            label = name if k == len(packages) else f"{name}, {k} of {len(packages)} training packages"
+            report["models"][label] = evaluate(data, y, embeddings, args, k, packages)
     (args.out / "callee_value.json").write_text(json.dumps(report, indent=1) + "\n")
 
 
-def evaluate(data: dict, y: dict, embeddings: bool, args) -> list[dict]:
-    """Per seed: the model trained on the train moves, its threshold chosen on validation, test scored once."""
-    x = {s: featurize(d["rows"], embeddings) for s, d in data.items()}
-    mu, sd = x["train"].mean(0), x["train"].std(0) + 1e-9
-    x = {s: ((v - mu) / sd).astype(np.float32) for s, v in x.items()}
-    print(f"\n{x['train'].shape[1]} inputs{' (with the mean IR2Vec embeddings)' if embeddings else ''}")
+def evaluate(data: dict, y: dict, embeddings: bool, args, k: int, packages: list[str]) -> list[dict]:
+    """Per seed: the model trained on the moves of ``k`` of the training ``packages`` (a random choice per
+    seed, all of them when ``k`` is their number), its threshold chosen on validation, test scored once."""
+    raw = {s: featurize(d["rows"], embeddings) for s, d in data.items()}
+    train_package = np.array([package_of(r["module"]) for r in data["train"]["rows"]])
+    print(f"\n{raw['train'].shape[1]} inputs{' (with the mean IR2Vec embeddings)' if embeddings else ''}; "
+          f"trained on {k} of {len(packages)} training packages")
     print("| seed | AUC train / validation / test | threshold (by validation) | validation | test | test modules "
           "changed (smaller) | worst test package |")
     print("|---|---|---|---|---|---|---|")
     seeds = []
     for seed in (int(v) for v in args.seeds.split(",")):
+        chosen = set(np.random.default_rng([seed, k]).choice(packages, k, replace=False).tolist())
+        keep = np.isin(train_package, sorted(chosen))
+        mu, sd = raw["train"][keep].mean(0), raw["train"][keep].std(0) + 1e-9
+        x = {s: ((v - mu) / sd).astype(np.float32) for s, v in raw.items()}
         rng = np.random.default_rng(seed)
         dims = [x["train"].shape[1], args.hidden, 2]
         layers = [(rng.normal(0, 1 / np.sqrt(a), (b, a)).astype(np.float32), np.zeros(b, np.float32))
                   for a, b in zip(dims, dims[1:])]
-        fit(layers, x["train"], y["train"].astype(np.int64), epochs=args.epochs, batch_size=512, lr=3e-3, seed=seed)
+        fit(layers, x["train"][keep], y["train"][keep].astype(np.int64), epochs=args.epochs, batch_size=512,
+            lr=3e-3, seed=seed)
         p = {}
         for s in data:
             logits, _ = forward(layers, x[s])
@@ -216,8 +230,10 @@ def evaluate(data: dict, y: dict, embeddings: bool, args) -> list[dict]:
         t = min(THRESHOLDS, key=lambda t: (val[t]["delta_percent"], t))
         test = applied(data["test"], p["test"], t)
         worst = max(test["packages"].items(), key=lambda kv: kv[1])
-        aucs = {s: auc(p[s], y[s]) for s in data}
-        seeds.append({"seed": seed, "auc": aucs, "threshold": t,
+        aucs = {s: auc(p[s], y[s]) for s in data if s != "train"}
+        aucs["train"] = auc(p["train"][keep], y["train"][keep])
+        seeds.append({"seed": seed, "train_packages": sorted(chosen), "train_moves": int(keep.sum()), "auc": aucs,
+                      "threshold": t,
                       "validation": {str(k): v["delta_percent"] for k, v in val.items()}, "test": test})
         print(f"| {seed} | {aucs['train']:.3f} / {aucs['validation']:.3f} / {aucs['test']:.3f} | {t} | "
               f"{val[t]['delta_percent']:+.3f}% | **{test['delta_percent']:+.3f}%** | {test['modules_changed']} "
