@@ -44,6 +44,20 @@ def cluster(monkeypatch):
         yield c
 
 
+def test_the_cluster_never_takes_a_port_ray_start_reserves_for_itself():
+    """The GCS and node ports are chosen by the OS; one that Ray's ``ray start``
+    also takes by default (52365, the dashboard agent's) made it refuse in CI."""
+    from ray._private import ray_constants
+
+    from tests.support.ray_cluster import RAY_DEFAULT_PORTS, _free_ports
+
+    for port in (ray_constants.DEFAULT_PORT, ray_constants.DEFAULT_DASHBOARD_PORT,
+                 ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, 10001, 10002, 19999):
+        assert port in RAY_DEFAULT_PORTS
+    ports = {p for _ in range(200) for p in _free_ports(2)}
+    assert not ports & RAY_DEFAULT_PORTS
+
+
 def _trainer(kind: str, setup, run, pool):
     policy, entries, baseline = setup
     run.mkdir()

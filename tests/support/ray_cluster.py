@@ -26,10 +26,28 @@ from pathlib import Path
 HEAD_IP, NODE_IP = "127.0.0.2", "127.0.0.3"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# Ports ``ray start`` takes by default for its other components: a port
+# the OS hands out that is one of these makes ``ray start`` refuse ("used by
+# other components"), as 52365, the dashboard agent's, once did in CI.
+RAY_DEFAULT_PORTS = frozenset({6379, 8265, 10001, 52365, *range(10002, 20000)})
+
+
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct ports free on loopback now and none of Ray's defaults
+    (the sockets stay bound until all are chosen, so no two are the same)."""
+    socks, ports = [], []
+    try:
+        while len(ports) < n:
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            if port not in RAY_DEFAULT_PORTS:
+                ports.append(port)
+    finally:
+        for s in socks:
+            s.close()
+    return ports
 
 
 def _cmdline(pid: int) -> str:
@@ -63,8 +81,7 @@ class RayCluster:
     under it) as a machine failure would."""
 
     def __init__(self, env: dict[str, str], timeout: float = 120.0):
-        self.port = _free_port()
-        self.node_port = _free_port()
+        self.port, self.node_port = _free_ports(2)
         self.temp = tempfile.mkdtemp(prefix="rmlo", dir="/tmp")  # short: Ray's socket paths have a limit
         self.env = dict(env, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
         self.timeout = timeout
