@@ -90,6 +90,8 @@ def main() -> None:
     ap.add_argument("--es-lr", type=float, default=ESConfig.lr)
     ap.add_argument("--es-sigma", type=float, default=ESConfig.sigma)
     ap.add_argument("--es-pairs", type=int, default=None, help="antithetic pairs (default: from the parameter count)")
+    ap.add_argument("--es-objective", choices=("total", "module-rank"), default="total",
+                    help="what ES's gradient ascends (selection stays on total bytes)")
     ap.add_argument("--es-modules-per-pair", type=int, default=None, metavar="K",
                     help="each pair draws its own K modules (instead of --es-modules shared by all)")
     ap.add_argument("--ppo-modules", type=int, default=32)
@@ -132,7 +134,7 @@ def main() -> None:
             if name == "es":
                 per_pair = {"modules_per_pair": args.es_modules_per_pair} if args.es_modules_per_pair else {}
                 cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=args.es_lr,
-                               sigma=args.es_sigma, perturbations=args.es_pairs,
+                               sigma=args.es_sigma, perturbations=args.es_pairs, objective=args.es_objective,
                                validate_every=args.validate_every, keep_validated=True, **per_pair)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool)

@@ -144,7 +144,8 @@ def cmd_train_es(args) -> int:
     cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma, lr=args.lr,
                    modules_per_perturbation=args.modules, modules_per_pair=args.modules_per_pair or 0,
                    seed=args.seed, optimizer=args.optimizer,
-                   momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, buckets=args.buckets,
+                   momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, objective=args.objective,
+                   buckets=args.buckets,
                    validate_every=args.validate_every)
     return _rollout_trainer(args, "es", cfg, ESTrainer, "evolution strategies")
 
@@ -333,6 +334,9 @@ def register(sub) -> None:
                     help="cap on the update norm, in perturbation radii sigma*sqrt(n) (1.0)")
     es.add_argument("--shaping", choices=("rank", "zscore"), default="rank",
                     help="normalization of the candidates' values (rank)")
+    es.add_argument("--objective", choices=("total", "module-rank"), default="total",
+                    help="what the gradient ascends: total bytes over the modules (total), or each candidate's "
+                         "mean rank among the candidates module by module (module-rank); selection stays on total")
     es.add_argument("--modules", type=positive_int, default=16, help="modules per iteration, for every candidate (16)")
     es.add_argument("--modules-per-pair", type=positive_int, metavar="K",
                     help="instead: each antithetic pair draws its own K modules (ml-compiler-opt: 1 module, 100 pairs)")

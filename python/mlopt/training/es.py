@@ -14,7 +14,10 @@ problem, with what their setup leaves to chance made explicit:
   modules against the heuristic's total on them (``total_delta_percent``,
   negative = smaller), the quantity validation selects the best policy by
   and every report prints; a tiny module that doubles weighs its bytes, no
-  more;
+  more; optionally (``objective="module-rank"``) the gradient ascends each
+  candidate's mean rank over the draw's modules instead, so that one large
+  module where the heuristic leaves much does not rank every candidate by
+  itself (selection and reports stay on total bytes);
 - rank shaping (centered ranks, ties averaged) of the 2P values before the
   gradient estimate (``shaping="zscore"``: ml-compiler-opt's f-value
   normalization);
@@ -70,6 +73,11 @@ class ESConfig:
     momentum: float = 0.0  # sgd only
     max_step: float = 1.0  # cap on the update norm, in perturbation radii (sigma * sqrt(n))
     shaping: str = "rank"  # "rank" or "zscore"
+    # the candidates' value the gradient ascends: "total" (their bytes over the draw, the objective
+    # validation selects by) or "module-rank" (each module ranks the candidates by their bytes on it and
+    # a candidate's value is its mean rank, so no single module of the draw decides the ranking); one
+    # shared draw only
+    objective: str = "total"
     buckets: int = 4  # size strata of the module sampler
     validate_every: int = 1  # validate (and maybe keep as best) every k-th iteration
     keep_validated: bool = False  # also save every validated policy as validated/<iteration>.npz (curves)
@@ -120,6 +128,16 @@ def shape_values(values: np.ndarray, shaping: str) -> np.ndarray:
     return ranks / (len(v) - 1) - 0.5
 
 
+def module_ranks(costs: np.ndarray) -> np.ndarray:
+    """Per candidate (row), its mean over modules (columns) of the centered rank of its cost on the
+    module among all candidates' (smaller cost = higher rank, ties averaged): every module has the same
+    say, however many bytes it has. A module on which every candidate costs the same gives 0."""
+    c = np.asarray(costs, np.float64)
+    if c.ndim != 2 or c.shape[1] == 0:
+        raise MloptError(f"module_ranks needs a candidates x modules matrix, got shape {c.shape}")
+    return np.mean([shape_values(-c[:, j], "rank") for j in range(c.shape[1])], axis=0)
+
+
 class ESTrainer:
     """Runs ES into a run directory (``checkpoint.npz`` after every
     iteration, ``metrics.jsonl``, ``best/`` by validation delta).
@@ -136,6 +154,10 @@ class ESTrainer:
             raise MloptError(f"no heuristic size for module {missing[0]!r} (trace the corpus first)")
         if config.optimizer not in ("sgd", "adam"):
             raise MloptError(f"unknown optimizer {config.optimizer!r} (sgd or adam)")
+        if config.objective not in ("total", "module-rank"):
+            raise MloptError(f"unknown objective {config.objective!r} (total or module-rank)")
+        if config.objective == "module-rank" and config.modules_per_pair:
+            raise MloptError("objective module-rank needs one draw for every candidate (not modules_per_pair)")
         self.template = policy
         self.train = train
         self.validation = validation or []
@@ -212,6 +234,9 @@ class ESTrainer:
         k = int(kept.sum())
         values = deltas.reshape(self.pairs, 2)[kept]  # the candidates that have a value
         signal = -values
+        if cfg.objective == "module-rank":  # one shared draw: every candidate has a value or none has
+            costs = flat.reshape(2 * self.pairs, -1)
+            signal = module_ranks(costs[:, ~np.isnan(costs).any(axis=0)]).reshape(self.pairs, 2)
         if cfg.modules_per_pair:  # pairs drew different modules: shape the within-pair differences only
             signal = signal - signal.mean(axis=1, keepdims=True)
         shaped = shape_values(signal.reshape(-1), cfg.shaping).reshape(k, 2)
