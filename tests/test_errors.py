@@ -72,6 +72,8 @@ def test_usage_errors_exit_2(tmp_path):
         (["compile", "x.bc", "--threads", "0"], "must be at least 1"),
         (["policy", "export", "--random", "-o", str(tmp_path / "m")], "--random needs --vocab DIR"),
         (["frobnicate"], "invalid choice"),
+        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--objective", "module-rank",
+          "--modules-per-pair", "2"], "cannot be combined with --modules-per-pair"),
     ]:
         r = run(*args)
         assert r.returncode == 2 and said in r.stderr, (args, r.stderr)

@@ -140,7 +140,11 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe) -> int:
 
 def cmd_train_es(args) -> int:
     from ..training import ESConfig, ESTrainer
+    from ._common import UsageError
 
+    if args.objective == "module-rank" and args.modules_per_pair:
+        raise UsageError("--objective module-rank ranks every candidate on the same modules; "
+                         "it cannot be combined with --modules-per-pair")
     cfg = ESConfig(iterations=args.iterations, perturbations=args.perturbations, sigma=args.sigma, lr=args.lr,
                    modules_per_perturbation=args.modules, modules_per_pair=args.modules_per_pair or 0,
                    seed=args.seed, optimizer=args.optimizer,
