@@ -4,6 +4,12 @@ given a wall-clock budget, each judged on the test packages against -Oz
 and per package.
 
     python3 benchmarks/bench_es_ppo.py SPLITS BC_RUN --budget 600 --out DIR [--llvm 19] [--seed 0]
+    python3 benchmarks/bench_es_ppo.py SPLITS BC_RUN --budget 1800 --out DIR ... --extend   # same options
+
+``--extend`` continues the runs in DIR from their checkpoints until --budget
+seconds of training in all (the earlier seconds are DIR/es_ppo.json's); a
+resumed run is the uninterrupted run (tests/test_training.py), so a 1,200 s
+run extended to 1,800 s is the 1,800 s run up to where the clock stops it.
 
 SPLITS holds train/, validation/ and test/ (``mlopt corpus split``); BC_RUN
 is a ``mlopt train bc`` run on the training split's trace. Every figure is a
@@ -107,8 +113,11 @@ def main() -> None:
                     metavar="N,N", help="start from a network of these hidden widths ('' for none: linear), "
                     "distilled from BC on the training split's trace")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--extend", action="store_true",
+                    help="continue DIR's runs from their checkpoints up to --budget seconds in all")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    earlier = json.loads((args.out / "es_ppo.json").read_text()) if args.extend else {}
     init = load_weights(args.bc / "policy.npz" if args.bc.is_dir() else args.bc)
     results = {"llvm": os.environ.get("MLOPT_LLVM", "default"), "budget_s": args.budget, "seed": args.seed}
     with make_pool(args.workers) as pool:
@@ -129,8 +138,11 @@ def main() -> None:
         print("bc", json.dumps(results["bc"]["test"]["all"]), flush=True)
         for name in args.trainers.split(","):
             run_dir = args.out / name
-            run = open_run(run_dir, force=True)  # a fresh run: nothing of an older one is resumed
-            run.write_config({"kind": name, "benchmark": "bench_es_ppo", "seed": args.seed})
+            if args.extend:
+                open_run(run_dir, resume=True)
+            else:
+                run = open_run(run_dir, force=True)  # a fresh run: nothing of an older one is resumed
+                run.write_config({"kind": name, "benchmark": "bench_es_ppo", "seed": args.seed})
             if name == "es":
                 per_pair = {"modules_per_pair": args.es_modules_per_pair} if args.es_modules_per_pair else {}
                 cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=args.es_lr,
@@ -144,7 +156,14 @@ def main() -> None:
                                 validate_every=args.validate_every, keep_validated=True)
                 trainer = PPOTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                      pool=pool)
-            start = time.perf_counter()
+            spent = 0.0
+            if args.extend:
+                if not trainer.resume():
+                    raise SystemExit(f"{run_dir}: no checkpoint.npz to extend")
+                trainer.config.iterations = trainer.iteration
+                trainer.start_validation = earlier[name]["validation_start"]
+                spent = earlier[name]["seconds"]
+            start = time.perf_counter() - spent
             while time.perf_counter() - start < args.budget:
                 trainer.config.iterations += 1
                 trainer.run(on_iteration=lambda m, n=name: print(
@@ -155,6 +174,8 @@ def main() -> None:
             chosen = type(init).load(best, problem=init.problem) if best.exists() else trainer.current_policy()
             metrics = [json.loads(s) for s in (run_dir / "metrics.jsonl").read_text().splitlines()]
             results[name] = {"seconds": seconds, "iterations": trainer.iteration,
+                             **({"extended_from": {k: earlier[name][k] for k in ("seconds", "iterations")}}
+                                if args.extend else {}),
                              "validation_start": trainer.start_validation, "validation_best": trainer.best,
                              "train_last": metrics[-1].get("train_delta_percent"),
                              "test": test_report(env, chosen, side["test"], baseline, args.out / "work", languages),
