@@ -36,7 +36,7 @@ from mlopt.problems import load_weights
 from mlopt.rollouts import trace_corpus
 from mlopt.training.distill import distill
 from mlopt.training.environment import CompilerEnvironment, total_delta_percent
-from mlopt.training.es import ESConfig, ESTrainer
+from mlopt.training.es import OBJECTIVES, ESConfig, ESTrainer
 from mlopt.training.ppo import PPOConfig, PPOTrainer
 from mlopt.training.run_dir import open_run
 from mlopt.workers import make_pool
@@ -96,7 +96,7 @@ def main() -> None:
     ap.add_argument("--es-lr", type=float, default=ESConfig.lr)
     ap.add_argument("--es-sigma", type=float, default=ESConfig.sigma)
     ap.add_argument("--es-pairs", type=int, default=None, help="antithetic pairs (default: from the parameter count)")
-    ap.add_argument("--es-objective", choices=("total", "module-rank"), default="total",
+    ap.add_argument("--es-objective", choices=OBJECTIVES, default="total",
                     help="what ES's gradient ascends (selection stays on total bytes)")
     ap.add_argument("--es-modules-per-pair", type=int, default=None, metavar="K",
                     help="each pair draws its own K modules (instead of --es-modules shared by all)")

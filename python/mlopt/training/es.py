@@ -57,6 +57,8 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .environment import CompilerEnvironment, first_failure, total_delta_percent
 from .mlp_train import Adam
 
+OBJECTIVES = ("total", "module-rank")  # what the gradient ascends (ESConfig.objective)
+
 
 @dataclass
 class ESConfig:
@@ -154,8 +156,8 @@ class ESTrainer:
             raise MloptError(f"no heuristic size for module {missing[0]!r} (trace the corpus first)")
         if config.optimizer not in ("sgd", "adam"):
             raise MloptError(f"unknown optimizer {config.optimizer!r} (sgd or adam)")
-        if config.objective not in ("total", "module-rank"):
-            raise MloptError(f"unknown objective {config.objective!r} (total or module-rank)")
+        if config.objective not in OBJECTIVES:
+            raise MloptError(f"unknown objective {config.objective!r} ({' or '.join(OBJECTIVES)})")
         if config.objective == "module-rank" and config.modules_per_pair:
             raise MloptError("objective module-rank needs one draw for every candidate (not modules_per_pair)")
         self.template = policy
