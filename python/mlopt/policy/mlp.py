@@ -165,8 +165,17 @@ class MLPPolicy:
         return self.problem.output_spec([self.logits_spec()] if logits_output else [])
 
     def to_tflite(self, logits_output: bool = False) -> bytes:
-        """The policy as a .tflite flatbuffer (inputs ``<feed_prefix><feature>:0``)."""
-        return _build_tflite(self, logits_output)
+        """The policy as a .tflite flatbuffer (inputs ``<feed_prefix><feature>:0``).
+        Policies that differ only in their weights (ES's candidates) share one
+        built graph whose weight bytes are replaced (:mod:`mlopt.tflite.template`):
+        the bytes are exactly a fresh build's."""
+        from ..tflite.template import cached_build
+
+        key = (type(self).__qualname__, self.problem.name, logits_output, self.vocab.fingerprint(),
+               tuple(w.shape for w, _ in self.layers))
+        names = [f"dense_{i}/{part}" for i in range(len(self.layers)) for part in ("kernel", "bias")]
+        return cached_build(key, lambda: _build_tflite(self, logits_output), names,
+                            [a for wb in self.layers for a in wb])
 
     def export(self, directory: str | os.PathLike, *, logits_output: bool = False,
                overwrite: bool = False) -> Path:

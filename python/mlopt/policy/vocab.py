@@ -168,6 +168,19 @@ class Vocab:
                 inv[i] = np.float32(1.0) / np.float32(len(self.boundaries[f]))
         return inv
 
+    def fingerprint(self) -> bytes:
+        """A digest of everything normalization depends on: the features in
+        order, their boundaries and z-scores (equal vocabs, equal digests)."""
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=16)
+        for f in self.features:
+            h.update(f.encode() + b"\0")
+            parts = self.zscore[f] if f in self.zscore else (self.boundaries[f],)
+            for a in parts:
+                h.update(b"%d\0" % a.size + a.tobytes())
+        return h.digest()
+
     def subset(self, features: Iterable[str]) -> Vocab:
         """The boundaries of `features` only, in that order (VocabError if one is missing)."""
         return Vocab(self.boundaries, features, self.zscore)
