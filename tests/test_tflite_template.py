@@ -98,3 +98,49 @@ def test_template_refuses_what_it_cannot_patch():
         t.with_constants([np.zeros(3, np.float32)])
     with pytest.raises(ValueError, match="do.*not hold"):  # names that do not locate the given arrays
         cached_build(("wrong",), lambda: data, ["dense_0/bias"], [np.ones(4, np.float32)])
+
+
+# -- a numpy twin settles the rows no evaluation order can flip --------------------------------------------
+
+
+def _rows(rng, n: int):
+    return {"mask": rng.integers(0, 50, (n, 5)).astype(np.int64),
+            "progress": rng.integers(0, 50, (n, 1)).astype(np.float32)}
+
+
+def test_slack_bounds_every_evaluation_order():
+    """logits_with_slack's fast logits are within a tenth of the slack of the exact-order pass (the
+    bound has a tenfold margin), on random networks of several shapes."""
+    rng = np.random.default_rng(11)
+    for hidden in ((), (16,), (64, 64)):
+        p = _with_weights(MLPPolicy.random(_vocab(TOY, 2), hidden=hidden, seed=0, problem=TOY), rng)
+        batch = _rows(rng, 2000)
+        fast, slack = p.logits_with_slack(batch)
+        exact = p.logits(batch)
+        assert (slack > 0).all()
+        assert (np.abs(fast - exact) <= slack / 10).all()
+
+
+def test_a_twin_changes_no_decision_and_leaves_near_ties_to_the_model(tmp_path):
+    """Decisions with the twin are LiteRT's on every row; rows where two logits are within the slack
+    (built here: two actions' weights one ulp apart) go to the model, the others do not."""
+    rng = np.random.default_rng(12)
+    p = _with_weights(MLPPolicy.random(_vocab(TOY, 4), hidden=(12,), seed=3, problem=TOY), rng)
+    (w0, b0), (w1, b1) = p.layers
+    w1[1] = np.nextafter(w1[0], np.float32(np.inf))  # actions 0 and 1: near-ties on every row
+    b1[1] = b1[0]
+    w1[2] = w1[0] + rng.normal(size=w1.shape[1]).astype(np.float32)  # action 2: ahead of them on some rows
+    b1[3:] = -1e4  # actions 3 and 4 never
+    path = tmp_path / "p.tflite"
+    path.write_bytes(p.to_tflite())
+    batch = _rows(rng, 3000)
+    plain = LoadedPolicy(path, TOY)
+    expected = plain.decide(batch)
+    twinned = LoadedPolicy(path, TOY)
+    twinned.twin = p
+    got = twinned.decide(batch)
+    assert np.array_equal(got, expected)
+    settled = twinned.twin_rows - twinned.model_rows
+    assert twinned.twin_rows == 3000 and 0 < twinned.model_rows < 3000 and settled > 0
+    near = set(np.flatnonzero(np.isin(p.logits(batch).argmax(axis=1), [0, 1])).tolist())
+    assert twinned.model_rows >= len(near)  # every row led by the near-tied pair went to the model

@@ -52,6 +52,34 @@ def test_replayed_compiles_are_the_compiles(modules, policies):
     assert no_log.cache_hit and no_log.log is None and no_log.log_bytes == b""
 
 
+def test_a_numpy_twin_replays_exactly_what_the_model_replays(modules, tmp_path):
+    """ES's candidates carry their numpy weights (LoadedPolicy.twin): replay then settles rows in numpy
+    and asks the model only about near-ties. The same compiles replay, with the same results."""
+    logs = [r.log for r in mlopt.compile_many(modules[:12], threads=2)]
+    vocab = mlopt.Vocab.from_logs(logs, num_buckets=200)
+    a = mlopt.InlinePolicy.random(vocab, hidden=(32, 16), seed=6)
+    nets = [a] + [mlopt.InlinePolicy(vocab, [(w * s, b) for w, b in a.layers]) for s in (1.01, 1.1)]
+    counts = []
+    for twinned in (False, True):
+        cache = mlopt.compiler.TextSizeCache()
+        hits, loaded = [], []
+        for k, net in enumerate(nets):
+            p = mlopt.load_policy(net.export(tmp_path / f"{twinned}{k}"))
+            if twinned:
+                p.twin = net
+            loaded.append(p)
+            for m in modules:
+                r = mlopt.compile(m, p, call_sites=True, cache=cache)
+                if twinned:
+                    _same(r, mlopt.compile(m, p, call_sites=True))
+                hits.append(r.cache_hit)
+        counts.append(hits)
+        if twinned:
+            assert sum(p.twin_rows for p in loaded) > 100
+            assert sum(p.model_rows for p in loaded) < sum(p.twin_rows for p in loaded) / 10
+    assert counts[0] == counts[1] and sum(counts[1]) > len(modules) // 2
+
+
 def test_a_policy_that_differs_at_one_late_site_is_compiled(modules, tmp_path):
     """The heuristic as a policy, except that it answers the opposite at
     the last call site of the largest trajectory: replay must not take the

@@ -38,6 +38,11 @@ class LoadedPolicy:
         self.inputs = [s.name for s in self.pool.model_inputs]
         self.kind: str = self.pool.kind
         self.extra_outputs = list(self.pool.extra_outputs)
+        # The same policy as numpy weights (an MLPPolicy), set by whoever wrote both (ES's candidates): decide()
+        # then runs the model only on the rows the twin cannot settle. twin_rows / model_rows count them.
+        self.twin = None
+        self.twin_rows = 0
+        self.model_rows = 0
 
     def evaluate(self, batch) -> dict[str, np.ndarray]:
         """The decision (int64 [n]; -1 where the model's answer is not a
@@ -55,7 +60,29 @@ class LoadedPolicy:
         return out
 
     def decide(self, batch) -> np.ndarray:
-        return self.evaluate(batch)[self.problem.decision.name]
+        """The model's decisions. With a numpy ``twin`` (the same policy's
+        :class:`MLPPolicy` weights), rows whose top logit leads by more than
+        any float32 evaluation order can move it are decided by the twin
+        (:meth:`MLPPolicy.logits_with_slack`) and only the others by the
+        model: the same decisions, several times faster."""
+        if self.twin is None:
+            return self.evaluate(batch)[self.problem.decision.name]
+        logits, slack = self.twin.logits_with_slack(batch)
+        n = len(logits)
+        order = np.argsort(-logits, axis=1, kind="stable")
+        rows = np.arange(n)
+        top, second = order[:, 0], order[:, 1] if logits.shape[1] > 1 else order[:, 0]
+        lead = logits[rows, top] - logits[rows, second]
+        unsure = ~(lead > slack[rows, top] + slack[rows, second]) if logits.shape[1] > 1 else np.zeros(n, bool)
+        decisions = top.astype(np.int64)
+        if unsure.any():
+            picked = np.flatnonzero(unsure)
+            cols = feature_columns(batch, self.problem.features)
+            decisions[picked] = self.evaluate({s.name: c[picked] for s, c in zip(self.problem.features, cols)})[
+                self.problem.decision.name]
+        self.twin_rows += n
+        self.model_rows += int(unsure.sum())
+        return decisions
 
     __call__ = decide
 

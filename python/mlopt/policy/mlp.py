@@ -31,6 +31,15 @@ from .batching import feature_matrix
 from .dense import dense
 from .vocab import Vocab
 
+# A float32 dot product of K terms summed in any order is within K * 2**-24 of the exact sum, relative to
+# the sum of the terms' magnitudes; through a few layers of <= a few hundred inputs that is < 1e-4 of the
+# magnitude bound. 1e-3 leaves a tenfold margin (logits_with_slack).
+SLACK = 1e-3
+
+
+def _blas_dense(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (np.asarray(x, np.float32) @ np.asarray(w, np.float32).T + np.asarray(b, np.float32)).astype(np.float32)
+
 
 class MLPPolicy:
     """A quantile-normalized MLP over a problem's features.
@@ -143,10 +152,30 @@ class MLPPolicy:
         return self.vocab.normalize(feature_matrix(batch, self.problem.features), self.widths), None
 
     def logits(self, batch) -> np.ndarray:
-        h = self.vocab.normalize(feature_matrix(batch, self.problem.features), self.widths)
-        for i, (w, b) in enumerate(self.layers):
-            h = dense(h, w, b)
-            if i + 1 < len(self.layers):
+        return self._forward(self._normalized(batch), self.layers, dense)
+
+    def logits_with_slack(self, batch) -> tuple[np.ndarray, np.ndarray]:
+        """Fast logits (BLAS: any order of additions, so not bit-exact) and,
+        per row and logit, a bound on how far ANY float32 evaluation of the
+        same graph (this class's exact order, the ``.so``'s, LiteRT's) can be
+        from them: ``SLACK`` times the forward pass of |inputs| through |W|
+        and |b|, a bound on every partial sum. Where the top logit leads by
+        more than both slacks, every evaluation order picks the same action
+        (what :meth:`LoadedPolicy.decide` uses to skip LiteRT)."""
+        x = self._normalized(batch)
+        fast = self._forward(x, self.layers, _blas_dense)
+        scale = self._forward(np.abs(x), [(np.abs(w), np.abs(b)) for w, b in self.layers], _blas_dense)
+        return fast, SLACK * scale
+
+    def _normalized(self, batch) -> np.ndarray:
+        return self.vocab.normalize(feature_matrix(batch, self.problem.features), self.widths)
+
+    @staticmethod
+    def _forward(h: np.ndarray, layers, layer) -> np.ndarray:
+        """The network: ``layer`` (a dense function) then ReLU, the last layer without."""
+        for i, (w, b) in enumerate(layers):
+            h = layer(h, w, b)
+            if i + 1 < len(layers):
                 np.maximum(h, 0, out=h)
         return h.astype(np.float32, copy=False)
 

@@ -49,6 +49,9 @@ class RolloutTask:
     # from softmax(logits / temperature) with numpy.random.default_rng(sample_seed) (policy/sampled.py).
     sample_seed: int | None = None
     temperature: float = 1.0
+    # The same policy's numpy weights (.npz, MLPPolicy.save), written beside ``policy`` by its writer: trajectory
+    # replay then settles most rows in numpy and runs the model only on near-ties (LoadedPolicy.twin).
+    weights: str | None = None
 
 
 @dataclass
@@ -78,19 +81,26 @@ def ir2vec_vocab_of(task: RolloutTask) -> str:
     return os.fspath(task.ir2vec_vocab if task.ir2vec_vocab is not None else default_ir2vec_vocab())
 
 
-def _policy(path: str | None, vocab: str, problem: str = "inlining"):
+def _policy(path: str | None, vocab: str, problem: str = "inlining", weights: str | None = None):
     if path is None:
         return None
     st = os.stat(path)
-    key = (path, st.st_mtime_ns, st.st_size, vocab, problem)
+    stamp = None if weights is None else (weights, os.stat(weights).st_mtime_ns)
+    key = (path, st.st_mtime_ns, st.st_size, vocab, problem, stamp)
     if key not in _POLICIES:
         from ..compiler import load_policy
-        from ..problems import get
+        from ..policy import MLPPolicy
+        from ..problems import get, load_weights
 
         if len(_POLICIES) >= 64:  # ES writes new policies every iteration
             _POLICIES.clear()
-        _POLICIES[key] = (load_policy(path, ir2vec_vocab=vocab) if get(problem).objective == "text_size"
-                          else load_policy(path, problem))
+        policy = (load_policy(path, ir2vec_vocab=vocab) if get(problem).objective == "text_size"
+                  else load_policy(path, problem))
+        if weights is not None:
+            twin = load_weights(weights, policy.problem)
+            if type(twin).logits is MLPPolicy.logits:  # a plain MLP (not a per-candidate network)
+                policy.twin = twin
+        _POLICIES[key] = policy
     return _POLICIES[key]
 
 
@@ -98,7 +108,7 @@ def _rollout_policy(task: RolloutTask, vocab: str):
     """The policy a task runs: loaded by the C++ pool, or (sampling) its
     numpy weights deciding by draws seeded by the task."""
     if task.sample_seed is None or task.policy is None:
-        return _policy(task.policy, vocab, task.problem)
+        return _policy(task.policy, vocab, task.problem, task.weights)
     st = os.stat(task.policy)
     key = ("weights", task.policy, st.st_mtime_ns, st.st_size, task.problem)
     if key not in _POLICIES:

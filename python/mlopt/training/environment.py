@@ -26,6 +26,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ..policy import MLPPolicy
+
 
 @dataclass
 class Trajectory:
@@ -72,12 +74,16 @@ class CompilerEnvironment:
 
         work.mkdir(parents=True, exist_ok=True)
         stem = self._name("c")
-        paths = []
+        paths, weights = [], []
         for i, policy in enumerate(policies):
             path = work / f"{stem}-{i}.tflite"
             path.write_bytes(policy.to_tflite())
             paths.append(str(path))
-        tasks = [RolloutTask(e, paths[i], problem=self.problem.name) for i, e in items]
+            # its numpy twin: replay settles most rows without the model (RolloutTask.weights)
+            weights.append(str(path.with_suffix(".npz")) if type(policy).logits is MLPPolicy.logits else None)
+            if weights[-1]:
+                policy.save(weights[-1], overwrite=True)
+        tasks = [RolloutTask(e, paths[i], problem=self.problem.name, weights=weights[i]) for i, e in items]
         results = run_rollouts(tasks, pool=self.pool, quiet=True)
         self.failures = failures_of(tasks, results)
         self.cache_hits = sum(bool(r.ok and r.value.cache_hit) for r in results)
