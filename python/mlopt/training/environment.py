@@ -56,9 +56,10 @@ class CompilerEnvironment:
     written under ``work`` (a new name per call: workers cache loaded
     policies by path) and compiled by :mod:`mlopt.rollouts`."""
 
-    def __init__(self, problem, pool=None):
+    def __init__(self, problem, pool=None, *, twins: bool = True):
         self.problem = problem
         self.pool = pool
+        self.twins = twins  # write each MLP's numpy weights beside it for replay (RolloutTask.weights)
         self._calls = 0
         self.failures: list[tuple[str, str]] = []  # (module, reason) of the last call's failed rollouts
         # Of the last costs() call's rollouts, how many the workers' caches answered (trajectory replay
@@ -80,7 +81,8 @@ class CompilerEnvironment:
             path.write_bytes(policy.to_tflite())
             paths.append(str(path))
             # its numpy twin: replay settles most rows without the model (RolloutTask.weights)
-            weights.append(str(path.with_suffix(".npz")) if type(policy).logits is MLPPolicy.logits else None)
+            weights.append(str(path.with_suffix(".npz")) if self.twins and type(policy).logits is MLPPolicy.logits
+                           else None)
             if weights[-1]:
                 policy.save(weights[-1], overwrite=True)
         tasks = [RolloutTask(e, paths[i], problem=self.problem.name, weights=weights[i]) for i, e in items]

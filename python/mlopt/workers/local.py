@@ -25,12 +25,16 @@ from multiprocessing.connection import Connection, wait
 
 from .task import TaskResult
 
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
 
 class _Worker:
     def __init__(self):
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        for threads in _BLAS_THREADS:  # a worker is one core: a threaded BLAS only contends with the others
+            env.setdefault(threads, "1")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mlopt.workers.worker", str(to_child_r), str(from_child_w)],
             pass_fds=(to_child_r, from_child_w), env=env, stdin=subprocess.DEVNULL)

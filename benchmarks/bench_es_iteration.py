@@ -1,0 +1,92 @@
+"""Seconds per ES iteration, as ES runs on a corpus, against the same
+iterations without this stop's two savings (measured in the same run, each
+side on a fresh worker pool, so with cold worker caches alike):
+
+- every candidate's ``.tflite`` built afresh (``_build_tflite``) instead of
+  patching one built graph's weights (:mod:`mlopt.tflite.template`);
+- trajectory replay asking the model about every logged row instead of
+  letting each candidate's numpy twin settle the rows no float32 order can
+  flip (:meth:`mlopt.policy.LoadedPolicy.decide`).
+
+    python3 benchmarks/bench_es_iteration.py splits149/train prior20-s0.npz --iterations 6
+
+Both sides must train alike: the script fails if any iteration's training
+delta or cache-independent result differs. Prints seconds per iteration and
+the ratio; writes ``--json`` if given."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from mlopt.corpus import corpus_entries
+from mlopt.policy import mlp
+from mlopt.problems import load_weights
+from mlopt.rollouts import trace_corpus
+from mlopt.training.environment import CompilerEnvironment
+from mlopt.training.es import ESConfig, ESTrainer
+from mlopt.workers import make_pool
+
+
+def run(corpus: Path, prior: Path, args, *, current: bool) -> list[dict]:
+    init = load_weights(prior)
+    saved = mlp.MLPPolicy.to_tflite
+    if not current:
+        mlp.MLPPolicy.to_tflite = lambda self, logits_output=False: mlp._build_tflite(self, logits_output)
+    try:
+        with make_pool(args.workers) as pool, tempfile.TemporaryDirectory() as tmp:
+            ds = trace_corpus(corpus, pool=pool, quiet=True)
+            baseline = {m: float(v) for m, v in zip(ds.modules, ds.text_size)}
+            train = [e for e in corpus_entries(corpus) if e.name in baseline]
+            cfg = ESConfig(iterations=args.iterations, modules_per_perturbation=args.modules, seed=args.seed,
+                           lr=args.lr, objective=args.objective, validate_every=10**9)
+            env = CompilerEnvironment(init.problem, pool, twins=current)
+            trainer = ESTrainer(init, train, baseline, Path(tmp) / "run", cfg, env=env)
+            out = []
+            while trainer.iteration < cfg.iterations:
+                start = time.perf_counter()
+                m = trainer.step()
+                m["seconds"] = time.perf_counter() - start
+                out.append(m)
+                print("current" if current else "baseline", m["iteration"], f"{m['seconds']:.1f} s",
+                      f"train {m['train_delta_percent']:+.4f}%", f"hits {m['cache_hit_share']:.2f}", flush=True)
+            shutil.rmtree(Path(tmp) / "run", ignore_errors=True)
+            return out
+    finally:
+        mlp.MLPPolicy.to_tflite = saved
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("corpus", type=Path, help="the modules ES trains on (e.g. splits149/train)")
+    ap.add_argument("prior", type=Path, help="the starting policy (.npz), e.g. mlopt policy default-prior's")
+    ap.add_argument("--iterations", type=int, default=6)
+    ap.add_argument("--modules", type=int, default=48)
+    ap.add_argument("--objective", default="module-rank")
+    ap.add_argument("--lr", type=float, default=0.02)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    before = run(args.corpus, args.prior, args, current=False)
+    after = run(args.corpus, args.prior, args, current=True)
+    for a, b in zip(before, after):
+        if a["train_delta_percent"] != b["train_delta_percent"] or a["update_norm"] != b["update_norm"]:
+            raise SystemExit(f"iteration {a['iteration']}: the two sides trained differently "
+                             f"({a['train_delta_percent']} vs {b['train_delta_percent']})")
+    sb = sum(m["seconds"] for m in before)
+    sa = sum(m["seconds"] for m in after)
+    print(f"{len(before)} iterations, identical training on both sides")
+    print(f"baseline (fresh .tflite, replay by the model): {sb / len(before):.2f} s per iteration")
+    print(f"current  (patched .tflite, numpy twins):       {sa / len(after):.2f} s per iteration")
+    print(f"ratio: {sb / sa:.2f}x the iterations per second")
+    if args.json:
+        args.json.write_text(json.dumps({"baseline": before, "current": after, "ratio": sb / sa}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
