@@ -68,13 +68,13 @@ class LoadedPolicy:
         if self.twin is None:
             return self.evaluate(batch)[self.problem.decision.name]
         logits, slack = self.twin.logits_with_slack(batch)
-        n = len(logits)
+        n, actions = logits.shape
         order = np.argsort(-logits, axis=1, kind="stable")
-        rows = np.arange(n)
-        top, second = order[:, 0], order[:, 1] if logits.shape[1] > 1 else order[:, 0]
-        lead = logits[rows, top] - logits[rows, second]
-        unsure = ~(lead > slack[rows, top] + slack[rows, second]) if logits.shape[1] > 1 else np.zeros(n, bool)
-        decisions = top.astype(np.int64)
+        decisions = order[:, 0].astype(np.int64)
+        unsure = np.zeros(n, bool)
+        if actions > 1:  # NaN leads are unsure too
+            rows, top, second = np.arange(n), order[:, 0], order[:, 1]
+            unsure = ~(logits[rows, top] - logits[rows, second] > slack[rows, top] + slack[rows, second])
         if unsure.any():
             picked = np.flatnonzero(unsure)
             cols = feature_columns(batch, self.problem.features)
