@@ -200,7 +200,7 @@ class MLPPolicy:
         the bytes are exactly a fresh build's."""
         from ..tflite.template import cached_build
 
-        key = (type(self).__qualname__, self.problem.name, logits_output, self.vocab.fingerprint(),
+        key = (type(self).__qualname__, self.problem, logits_output, self.vocab.fingerprint(),
                tuple(w.shape for w, _ in self.layers))
         names = [f"dense_{i}/{part}" for i in range(len(self.layers)) for part in ("kernel", "bias")]
         return cached_build(key, lambda: _build_tflite(self, logits_output), names,
