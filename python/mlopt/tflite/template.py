@@ -16,6 +16,7 @@ on besides the constants' values), most recently used first."""
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
@@ -65,6 +66,7 @@ class ConstantTemplate:
 
 _TEMPLATES: OrderedDict[tuple, ConstantTemplate] = OrderedDict()
 _KEEP = 8
+_LOCK = threading.Lock()
 
 
 def cached_build(key: tuple, build: Callable[[], bytes], names: Sequence[str], arrays: Sequence[np.ndarray]) -> bytes:
@@ -72,15 +74,18 @@ def cached_build(key: tuple, build: Callable[[], bytes], names: Sequence[str], a
     ``arrays``: built once per ``key`` (everything else the graph depends
     on), then patched. The first build is checked to hold ``arrays`` where
     the template says, so a wrong ``names`` fails at once, not silently."""
-    t = _TEMPLATES.get(key)
+    with _LOCK:
+        t = _TEMPLATES.get(key)
+        if t is not None:
+            _TEMPLATES.move_to_end(key)
     if t is not None:
-        _TEMPLATES.move_to_end(key)
         return t.with_constants(arrays)
     data = build()
     t = ConstantTemplate(data, names)
     if not t.holds(arrays):
         raise ValueError("the built model does not hold the given constants where the template locates them")
-    _TEMPLATES[key] = t
-    while len(_TEMPLATES) > _KEEP:
-        _TEMPLATES.popitem(last=False)
+    with _LOCK:
+        _TEMPLATES[key] = t
+        while len(_TEMPLATES) > _KEEP:
+            _TEMPLATES.popitem(last=False)
     return data
