@@ -149,7 +149,7 @@ class MLPPolicy:
         """What gradient training feeds the layers: the normalized features
         [n, inputs] and no logit penalty (a per-candidate network returns
         [n, C, inputs] and its [n, C] penalty)."""
-        return self.vocab.normalize(feature_matrix(batch, self.problem.features), self.widths), None
+        return self._normalized(batch), None
 
     def logits(self, batch) -> np.ndarray:
         return self._forward(self._normalized(batch), self.layers, dense)
