@@ -86,6 +86,20 @@ if ! "$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.pat
   apt_install "python$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev"
 fi
 
+# A developer's link of the package into a checkout (site-packages/mlopt ->
+# .../python/mlopt) would have pip write the wheel through it into that
+# checkout, where the plugin finds no LiteRT beside it: the link goes, and
+# the wheel is installed in its place.
+for link in $("$PYTHON" -c 'import os, sysconfig
+for key in sorted({"purelib", "platlib"}):
+    path = os.path.join(sysconfig.get_paths()[key], "mlopt")
+    if os.path.islink(path):
+        print(path)'); do
+  step "replacing the link $link -> $(readlink "$link") by an installed mlopt"
+  rm -f "$link"
+  rm -rf "$(dirname "$link")"/mlopt-*.dist-info
+done
+
 extras="${MLOPT_EXTRAS-test}"
 target="."
 [ -z "$extras" ] || target=".[$extras]"
