@@ -91,8 +91,7 @@ fi
 # checkout, where the plugin finds no LiteRT beside it: the link goes, and
 # the wheel is installed in its place.
 for link in $("$PYTHON" -c 'import os, sysconfig
-for key in sorted({"purelib", "platlib"}):
-    path = os.path.join(sysconfig.get_paths()[key], "mlopt")
+for path in sorted({os.path.join(sysconfig.get_paths()[key], "mlopt") for key in ("purelib", "platlib")}):
     if os.path.islink(path):
         print(path)'); do
   step "replacing the link $link -> $(readlink "$link") by an installed mlopt"
