@@ -5,6 +5,7 @@ and per package.
 
     python3 benchmarks/bench_es_ppo.py SPLITS BC_RUN --budget 600 --out DIR [--llvm 19] [--seed 0]
     python3 benchmarks/bench_es_ppo.py SPLITS BC_RUN --budget 1800 --out DIR ... --extend   # same options
+    python3 benchmarks/bench_es_ppo.py SPLITS BC_RUN --budget 1e9 --iterations 75 --workers 1 --out DIR ...
 
 ``--extend`` continues the runs in DIR from their checkpoints until --budget
 seconds of training in all (the earlier seconds are DIR/es_ppo.json's); a
@@ -89,6 +90,9 @@ def main() -> None:
     ap.add_argument("splits", type=Path)
     ap.add_argument("bc", type=Path)
     ap.add_argument("--budget", type=float, default=600.0, help="seconds of training per trainer")
+    ap.add_argument("--iterations", type=int, default=0, metavar="N",
+                    help="also stop after N iterations (a run is the same up to any iteration whatever the machine "
+                         "does: runs capped alike can share the cores)")
     ap.add_argument("--trainers", default="es,ppo")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -96,6 +100,8 @@ def main() -> None:
     ap.add_argument("--es-lr", type=float, default=ESConfig.lr)
     ap.add_argument("--es-sigma", type=float, default=ESConfig.sigma)
     ap.add_argument("--es-pairs", type=int, default=None, help="antithetic pairs (default: from the parameter count)")
+    ap.add_argument("--es-average", type=float, default=ESConfig.average, metavar="D",
+                    help="ES produces the moving average of its iterates (decay D per iteration; 0: the iterate)")
     ap.add_argument("--es-objective", choices=OBJECTIVES, default="total",
                     help="what ES's gradient ascends (selection stays on total bytes)")
     ap.add_argument("--es-modules-per-pair", type=int, default=None, metavar="K",
@@ -147,7 +153,8 @@ def main() -> None:
                 per_pair = {"modules_per_pair": args.es_modules_per_pair} if args.es_modules_per_pair else {}
                 cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=args.es_lr,
                                sigma=args.es_sigma, perturbations=args.es_pairs, objective=args.es_objective,
-                               validate_every=args.validate_every, keep_validated=True, **per_pair)
+                               average=args.es_average, validate_every=args.validate_every, keep_validated=True,
+                               **per_pair)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool)
             else:
@@ -164,7 +171,8 @@ def main() -> None:
                 trainer.start_validation = earlier[name]["validation_start"]
                 spent = earlier[name]["seconds"]
             start = time.perf_counter() - spent
-            while time.perf_counter() - start < args.budget:
+            while time.perf_counter() - start < args.budget and not (args.iterations and
+                                                                     trainer.iteration >= args.iterations):
                 trainer.config.iterations += 1
                 trainer.run(on_iteration=lambda m, n=name: print(
                     n, m["iteration"], f"train {m['train_delta_percent']:+.3f}%", "val " + _percent(m),

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from mlopt.errors import MloptError
-from mlopt.training.es import ESConfig, ESTrainer, default_pairs, shape_values
+from mlopt.policy import MLPPolicy
+from mlopt.training.es import ESConfig, ESTrainer, default_pairs, flatten, shape_values
 from mlopt.training.ppo import PPOConfig, PPOTrainer
 from tests.support import synthetic
 
@@ -30,10 +31,11 @@ def _baseline():
     return synthetic.baseline(TRAIN + VALIDATION)
 
 
-def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total"):
+def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total", average: float = 0.0):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, epochs=3)
-    cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=0.1, seed=0, objective=objective)
+    cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=0.1, seed=0, objective=objective,
+                   average=average)
     trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
     trainer.run()
     return start, trainer
@@ -59,8 +61,9 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
 
 
 @pytest.mark.parametrize("run,iterations", [(_run_es, 30), (_run_es_pairs, 30),
-                                            (partial(_run_es, objective="module-rank"), 30), (_run_ppo, 80)],
-                         ids=["es", "es-pairs", "es-module-rank", "ppo"])
+                                            (partial(_run_es, objective="module-rank"), 30),
+                                            (partial(_run_es, average=0.8), 30), (_run_ppo, 80)],
+                         ids=["es", "es-pairs", "es-module-rank", "es-averaged", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -259,15 +262,15 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
         assert m["rows"] > 0 and m["modules"] == 3
 
 
-@pytest.mark.parametrize("kind", ["es", "ppo"])
+@pytest.mark.parametrize("kind", ["es", "es-averaged", "ppo"])
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
     def run(path, iterations, resume):
         path.mkdir(exist_ok=True)
         env = synthetic.SyntheticEnvironment()
         start = synthetic.warm_start(TRAIN, epochs=3)
-        if kind == "es":
-            t = ESTrainer(start, TRAIN, _baseline(), path, ESConfig(iterations=iterations, seed=4),
-                          validation=VALIDATION, env=env)
+        if kind.startswith("es"):
+            cfg = ESConfig(iterations=iterations, seed=4, average=0.5 if kind == "es-averaged" else 0.0)
+            t = ESTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env)
         else:
             t = PPOTrainer(start, TRAIN, _baseline(), path, PPOConfig(iterations=iterations, modules=8, seed=4),
                            validation=VALIDATION, env=env)
@@ -280,8 +283,42 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
     run(tmp_path / "b", 2, False)
     resumed = run(tmp_path / "b", 4, True)
     assert resumed.theta.tobytes() == straight.theta.tobytes() and resumed.best == straight.best
+    assert flatten(resumed.current_policy()).tobytes() == flatten(straight.current_policy()).tobytes()
     best = [(tmp_path / side / "best" / "policy.npz").read_bytes() for side in "ab"]
     assert best[0] == best[1]
+
+
+def test_averaging_changes_what_a_run_produces_and_not_its_steps(tmp_path):
+    """average=d: the same steps as without it; what is validated, kept as best and returned is the
+    moving average of the iterates, d per iteration, from the starting policy."""
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    runs = {}
+    for d in (0.0, 0.7):
+        cfg = ESConfig(iterations=0, modules_per_perturbation=8, sigma=0.1, lr=0.1, seed=2, average=d,
+                       keep_validated=True)
+        t = ESTrainer(start, TRAIN, _baseline(), tmp_path / str(d), cfg, validation=VALIDATION,
+                      env=synthetic.SyntheticEnvironment())
+        iterates, validated = [flatten(start).astype(np.float64)], []
+        for _ in range(4):
+            t.config.iterations += 1
+            t.run(on_iteration=lambda m: validated.append(m["validation_delta_percent"]))
+            iterates.append(t.theta.astype(np.float64))
+        runs[d] = (t, iterates, validated)
+    plain, averaged = runs[0.0][0], runs[0.7][0]
+    assert [a.tobytes() for a in runs[0.0][1]] == [a.tobytes() for a in runs[0.7][1]]  # the same steps
+    expected = runs[0.7][1][0]
+    for theta in runs[0.7][1][1:]:
+        expected = 0.7 * expected + (1.0 - 0.7) * theta
+    produced = flatten(averaged.current_policy())
+    assert produced.tobytes() == expected.astype(np.float32).tobytes()
+    assert produced.tobytes() != flatten(plain.current_policy()).tobytes()
+    assert flatten(plain.current_policy()).tobytes() == plain.theta.tobytes()
+    last = MLPPolicy.load(tmp_path / "0.7" / "validated" / "0004.npz", problem=start.problem)
+    assert flatten(last).tobytes() == produced.tobytes()  # the average is what validation measured
+    assert runs[0.7][2][-1] == pytest.approx(synthetic.policy_delta_percent(averaged.current_policy(), VALIDATION))
+    assert runs[0.7][2] != runs[0.0][2]
+    with pytest.raises(MloptError, match="average must be in"):
+        ESTrainer(start, TRAIN, _baseline(), tmp_path / "x", ESConfig(average=1.0), env=synthetic.SyntheticEnvironment())
 
 
 def test_distilled_smaller_network_decides_like_its_teacher():

@@ -31,7 +31,14 @@ problem, with what their setup leaves to chance made explicit:
   and capped at ``max_step`` of it, since the finite-difference estimate
   says nothing beyond the radius it sampled;
 - a module that fails for any candidate is dropped for all candidates of
-  the iteration (counted in the metrics).
+  the iteration (counted in the metrics);
+- optionally (``average=d``) the policy a run produces is the exponential
+  moving average of its iterates (Polyak averaging, decay ``d`` per
+  iteration), the one validated, kept as best and returned: ES's steps are
+  mostly noise (an estimate from 2P candidates in thousands of
+  dimensions), which the training state carries from one iteration to the
+  next and the average leaves out. Training itself is unchanged: the same
+  seed makes the same steps with or without it.
 
 Every iteration draws its randomness from ``(seed, iteration)`` and reduces
 results in a fixed order, so the same seed gives the same policy bytes on
@@ -83,6 +90,9 @@ class ESConfig:
     buckets: int = 4  # size strata of the module sampler
     validate_every: int = 1  # validate (and maybe keep as best) every k-th iteration
     keep_validated: bool = False  # also save every validated policy as validated/<iteration>.npz (curves)
+    # the policy the run produces (validated, kept as best, returned): 0 the current iterate, d in (0, 1) the
+    # exponential moving average of the iterates with decay d per iteration (training steps are unchanged)
+    average: float = 0.0
 
 
 def default_pairs(parameters: int) -> int:
@@ -158,6 +168,8 @@ class ESTrainer:
             raise MloptError(f"unknown optimizer {config.optimizer!r} (sgd or adam)")
         if config.objective not in OBJECTIVES:
             raise MloptError(f"unknown objective {config.objective!r} ({' or '.join(OBJECTIVES)})")
+        if not 0.0 <= config.average < 1.0:
+            raise MloptError(f"average must be in [0, 1) (the decay per iteration), got {config.average!r}")
         if config.objective == "module-rank" and config.modules_per_pair:
             raise MloptError("objective module-rank needs one draw for every candidate (not modules_per_pair)")
         self.template = policy
@@ -168,6 +180,7 @@ class ESTrainer:
         self.config = config
         self.env = env or CompilerEnvironment(policy.problem, pool)
         self.theta = flatten(policy)
+        self.averaged = self.theta.astype(np.float64)  # the iterates' moving average (config.average > 0)
         self.scale = layer_scale(policy)
         self.pairs = config.perturbations or default_pairs(self.theta.size)
         self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed)
@@ -179,7 +192,8 @@ class ESTrainer:
 
     # -- checkpoints ----------------------------------------------------------------
     def save_checkpoint(self) -> None:
-        save_checkpoint(self.run_dir, self.config, theta=self.theta, scale=self.scale, m=self.adam.m[0],
+        save_checkpoint(self.run_dir, self.config, theta=self.theta, averaged=self.averaged, scale=self.scale,
+                        m=self.adam.m[0],
                         v=self.adam.v[0], t=np.int64(self.adam.t), velocity=self.velocity,
                         iteration=np.int64(self.iteration),
                         best=np.float64(np.nan if self.best is None else self.best))
@@ -189,6 +203,7 @@ class ESTrainer:
         if z is None:
             return False
         self.theta = z["theta"]
+        self.averaged = z["averaged"] if "averaged" in z else self.theta.astype(np.float64)
         self.scale = z["scale"]
         self.adam = Adam([self.theta], lr=self.config.lr)
         self.adam.m[0][...] = z["m"]
@@ -250,9 +265,11 @@ class ESTrainer:
         if ratio > cfg.max_step:
             update *= cfg.max_step / ratio
         self.theta = (self.theta + self.scale * update).astype(np.float32)
+        if cfg.average:
+            self.averaged = cfg.average * self.averaged + (1.0 - cfg.average) * self.theta.astype(np.float64)
         elapsed = time.perf_counter() - start
         self.iteration += 1
-        val = self.validate(self.theta, work) if self.iteration % cfg.validate_every == 0 else None
+        val = self.validate(self.produced(), work) if self.iteration % cfg.validate_every == 0 else None
         drawn = sum(map(len, draws)) if cfg.modules_per_pair else len(draws[0])
         metrics = {"iteration": self.iteration, "train_delta_percent": float(values.mean()),
                    "reward": float(-values.mean() / 100.0),
@@ -268,7 +285,7 @@ class ESTrainer:
         if val is not None and cfg.keep_validated:
             (self.run_dir / "validated").mkdir(exist_ok=True)
             snapshot = self.run_dir / "validated" / f"{self.iteration:04d}.npz"
-            unflatten(self.template, self.theta).save(snapshot, overwrite=True)
+            self.current_policy().save(snapshot, overwrite=True)
         if val is not None and (self.best is None or val < self.best):
             self.best = val
             self._save_best()
@@ -310,17 +327,23 @@ class ESTrainer:
     def _save_best(self) -> None:
         best = self.run_dir / "best"
         best.mkdir(exist_ok=True)
-        unflatten(self.template, self.theta).save(best / "policy.npz", overwrite=True)
+        self.current_policy().save(best / "policy.npz", overwrite=True)
+
+    def produced(self) -> np.ndarray:
+        """The parameters of the policy the run produces now: the current iterate, or with
+        ``config.average`` the iterates' moving average."""
+        return self.averaged.astype(np.float32) if self.config.average else self.theta
 
     def current_policy(self) -> MLPPolicy:
-        return unflatten(self.template, self.theta)
+        """The policy the run produces now (what validation measures; ``produced``)."""
+        return unflatten(self.template, self.produced())
 
     def run(self, on_iteration: Callable[[dict], None] | None = None) -> MLPPolicy:
         if self.iteration == 0 and self.best is None and self.validation:
             # The starting policy is the one to beat: ES keeps it if no iteration does better.
             work = self.run_dir / "work"
             work.mkdir(parents=True, exist_ok=True)
-            self.best = self.start_validation = self.validate(self.theta, work)
+            self.best = self.start_validation = self.validate(self.produced(), work)
             if self.best is not None:
                 self._save_best()
             shutil.rmtree(work, ignore_errors=True)
