@@ -301,7 +301,7 @@ def test_averaging_changes_what_a_run_produces_and_not_its_steps(tmp_path):
         iterates, validated = [flatten(start).astype(np.float64)], []
         for _ in range(4):
             t.config.iterations += 1
-            t.run(on_iteration=lambda m: validated.append(m["validation_delta_percent"]))
+            t.run(on_iteration=lambda m, out=validated: out.append(m["validation_delta_percent"]))
             iterates.append(t.theta.astype(np.float64))
         runs[d] = (t, iterates, validated)
     plain, averaged = runs[0.0][0], runs[0.7][0]
@@ -318,7 +318,8 @@ def test_averaging_changes_what_a_run_produces_and_not_its_steps(tmp_path):
     assert runs[0.7][2][-1] == pytest.approx(synthetic.policy_delta_percent(averaged.current_policy(), VALIDATION))
     assert runs[0.7][2] != runs[0.0][2]
     with pytest.raises(MloptError, match="average must be in"):
-        ESTrainer(start, TRAIN, _baseline(), tmp_path / "x", ESConfig(average=1.0), env=synthetic.SyntheticEnvironment())
+        ESTrainer(start, TRAIN, _baseline(), tmp_path / "x", ESConfig(average=1.0),
+                  env=synthetic.SyntheticEnvironment())
 
 
 def test_distilled_smaller_network_decides_like_its_teacher():
