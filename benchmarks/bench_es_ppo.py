@@ -171,8 +171,8 @@ def main() -> None:
                 trainer.start_validation = earlier[name]["validation_start"]
                 spent = earlier[name]["seconds"]
             start = time.perf_counter() - spent
-            while time.perf_counter() - start < args.budget and not (args.iterations and
-                                                                     trainer.iteration >= args.iterations):
+            capped = args.iterations or float("inf")
+            while time.perf_counter() - start < args.budget and trainer.iteration < capped:
                 trainer.config.iterations += 1
                 trainer.run(on_iteration=lambda m, n=name: print(
                     n, m["iteration"], f"train {m['train_delta_percent']:+.3f}%", "val " + _percent(m),

@@ -343,7 +343,7 @@ def register(sub) -> None:
                          "mean rank among the candidates module by module (module-rank); selection stays on total")
     es.add_argument("--average", type=fraction, default=0.0, metavar="D",
                     help="the run produces the moving average of its iterates, decay D per iteration (e.g. 0.9; "
-                         "validated, kept as best, shipped); training steps are unchanged (0: the last iterate)")
+                         "validated, kept as best, shipped); training steps are unchanged (default: the last iterate)")
     es.add_argument("--modules", type=positive_int, default=16, help="modules per iteration, for every candidate (16)")
     es.add_argument("--modules-per-pair", type=positive_int, metavar="K",
                     help="instead: each antithetic pair draws its own K modules (ml-compiler-opt: 1 module, 100 pairs)")

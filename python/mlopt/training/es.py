@@ -193,8 +193,7 @@ class ESTrainer:
     # -- checkpoints ----------------------------------------------------------------
     def save_checkpoint(self) -> None:
         save_checkpoint(self.run_dir, self.config, theta=self.theta, averaged=self.averaged, scale=self.scale,
-                        m=self.adam.m[0],
-                        v=self.adam.v[0], t=np.int64(self.adam.t), velocity=self.velocity,
+                        m=self.adam.m[0], v=self.adam.v[0], t=np.int64(self.adam.t), velocity=self.velocity,
                         iteration=np.int64(self.iteration),
                         best=np.float64(np.nan if self.best is None else self.best))
 
