@@ -346,6 +346,32 @@ def test_size_stratified_sampler_covers_every_stratum_round_robin():
     assert s.sample(0, 500) == list(range(100))
 
 
+def test_the_sampler_never_draws_the_largest_share_it_skips_and_is_unchanged_without(tmp_path):
+    from mlopt.rollouts.sampler import SizeStratifiedSampler
+
+    sizes = np.arange(100)[::-1] * 10.0  # module i has size 990 - 10 i: 0-4 are the 5 largest
+    s = SizeStratifiedSampler(sizes, buckets=4, seed=7, skip_largest=0.05)
+    assert sorted(s.skipped) == [0, 1, 2, 3, 4]
+    drawn = set().union(*(s.sample(i, 40) for i in range(50)))
+    assert drawn == set(range(5, 100))  # every other module is drawn, the skipped ones never
+    assert s.sample(0, 500) == list(range(5, 100))
+    plain = SizeStratifiedSampler(sizes, buckets=4, seed=7)
+    assert plain.skipped == [] and [plain.sample(i, 8) for i in range(6)] == \
+        [SizeStratifiedSampler(sizes, buckets=4, seed=7, skip_largest=0.0).sample(i, 8) for i in range(6)]
+    assert SizeStratifiedSampler(sizes, skip_largest=0.009).skipped == []  # floor(0.9) modules
+    for bad in (-0.1, 1.0):
+        with pytest.raises(ValueError, match="skip_largest"):
+            SizeStratifiedSampler(sizes, skip_largest=bad)
+    start = synthetic.warm_start(TRAIN, epochs=1)
+    trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, ESConfig(skip_largest=0.25), validation=VALIDATION,
+                        env=synthetic.SyntheticEnvironment(1.0))
+    sizes = [_baseline()[e.name] for e in TRAIN]
+    assert sorted(trainer.sampler.skipped) == sorted(np.argsort(sizes, kind="stable")[-12:].tolist())
+    with pytest.raises(MloptError, match="ES module sampler: skip_largest"):
+        ESTrainer(start, TRAIN, _baseline(), tmp_path, ESConfig(skip_largest=1.5), validation=VALIDATION,
+                  env=synthetic.SyntheticEnvironment(1.0))
+
+
 @pytest.mark.llvm
 def test_cli_train_ppo_runs_resumes_and_refuses_a_silent_restart(real_setup, mini_corpus, tmp_path, capsys):
     from mlopt.cli import main

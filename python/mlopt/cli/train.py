@@ -149,7 +149,7 @@ def cmd_train_es(args) -> int:
                    modules_per_perturbation=args.modules, modules_per_pair=args.modules_per_pair or 0,
                    seed=args.seed, optimizer=args.optimizer,
                    momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, objective=args.objective,
-                   buckets=args.buckets, average=args.average,
+                   buckets=args.buckets, average=args.average, skip_largest=args.skip_largest,
                    validate_every=args.validate_every)
     return _rollout_trainer(args, "es", cfg, ESTrainer, "evolution strategies")
 
@@ -344,6 +344,9 @@ def register(sub) -> None:
     es.add_argument("--average", type=fraction, default=0.0, metavar="D",
                     help="the run produces the moving average of its iterates, decay D per iteration (e.g. 0.9; "
                          "validated, kept as best, shipped); training steps are unchanged (default: the last iterate)")
+    es.add_argument("--skip-largest", type=fraction, default=0.0, metavar="Q",
+                    help="never draw the largest share Q of the training modules (e.g. 0.02: their compiles are "
+                         "most of an iteration's time); validation still compiles every module (default: draw all)")
     es.add_argument("--modules", type=positive_int, default=16, help="modules per iteration, for every candidate (16)")
     es.add_argument("--modules-per-pair", type=positive_int, metavar="K",
                     help="instead: each antithetic pair draws its own K modules (ml-compiler-opt: 1 module, 100 pairs)")

@@ -6,6 +6,11 @@ rotates with the iteration, each bucket's share drawn without replacement.
 So every iteration sees small, middle and large modules, and the large ones
 (which dominate total bytes) are never left out by chance.
 
+``skip_largest=q`` leaves the ``floor(q * n)`` largest modules out of every
+draw: their compiles cost most of an iteration (compile time grows with
+size, and a large module changes under almost every perturbation), while
+under a per-module objective they are a few of its modules' say.
+
     sampler = SizeStratifiedSampler(sizes, buckets=4, seed=0)
     sampler.sample(iteration, k)        # sorted module indices, deterministic
 
@@ -19,12 +24,18 @@ import numpy as np
 
 
 class SizeStratifiedSampler:
-    def __init__(self, sizes: Sequence[float], buckets: int = 4, seed: int = 0):
+    def __init__(self, sizes: Sequence[float], buckets: int = 4, seed: int = 0, skip_largest: float = 0.0):
         if len(sizes) == 0:
             raise ValueError("no modules to sample from")
         if buckets < 1:
             raise ValueError("buckets must be >= 1")
+        if not 0.0 <= skip_largest < 1.0:
+            raise ValueError(f"skip_largest must be in [0, 1) (a share of the modules), got {skip_largest!r}")
         order = np.argsort(np.asarray(sizes, np.float64), kind="stable")
+        self.skipped = [int(i) for i in order[len(order) - int(skip_largest * len(order)):]] if skip_largest else []
+        order = order[:len(order) - len(self.skipped)]
+        if len(order) == 0:
+            raise ValueError("skip_largest leaves no module to sample from")
         self.buckets = [b for b in np.array_split(order, min(buckets, len(order))) if len(b)]
         self.size = len(order)
         self.seed = seed

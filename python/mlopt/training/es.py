@@ -32,6 +32,8 @@ problem, with what their setup leaves to chance made explicit:
   says nothing beyond the radius it sampled;
 - a module that fails for any candidate is dropped for all candidates of
   the iteration (counted in the metrics);
+- optionally (``skip_largest=q``) the largest share q of the training
+  modules is never drawn: their compiles are most of an iteration's time;
 - optionally (``average=d``) the policy a run produces is the exponential
   moving average of its iterates (Polyak averaging, decay ``d`` per
   iteration), the one validated, kept as best and returned: ES's steps are
@@ -93,6 +95,9 @@ class ESConfig:
     # the policy the run produces (validated, kept as best, returned): 0 the current iterate, d in (0, 1) the
     # exponential moving average of the iterates with decay d per iteration (training steps are unchanged)
     average: float = 0.0
+    # leave this share of the training modules, the largest by the heuristic's objective, out of every draw
+    # (rollouts/sampler.py: they cost most of an iteration's compiles); validation sees every module
+    skip_largest: float = 0.0
 
 
 def default_pairs(parameters: int) -> int:
@@ -183,7 +188,11 @@ class ESTrainer:
         self.averaged = self.theta.astype(np.float64)  # the iterates' moving average (config.average > 0)
         self.scale = layer_scale(policy)
         self.pairs = config.perturbations or default_pairs(self.theta.size)
-        self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed)
+        try:
+            self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed,
+                                                 skip_largest=config.skip_largest)
+        except ValueError as e:
+            raise MloptError(f"ES module sampler: {e}") from None
         self.adam = Adam([self.theta], lr=config.lr)
         self.velocity = np.zeros_like(self.theta)
         self.iteration = 0  # iterations completed
