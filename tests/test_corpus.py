@@ -68,6 +68,26 @@ def test_directory_and_list_inputs_and_filters(mini_build, tmp_path):
     assert len(again.modules) == len(mini_build.objects)
 
 
+def test_a_partially_linked_object_is_skipped_with_its_reason(mini_build, tmp_path):
+    """`ld -r` (as pv's build makes library.o) concatenates the .llvmbc
+    sections of the objects it merges; LLVM reads that as one module and
+    fails ("Invalid encoding"), so extraction skips it and says why."""
+    from mlopt.corpus.bitcode import bitcode_streams
+    from mlopt.corpus.extract import ObjectRef
+
+    first, second = mini_build.objects[:2]
+    merged = tmp_path / "merged.o"
+    subprocess.run(["ld", "-r", str(first), str(second), "-o", str(merged)], check=True)
+    assert bitcode_streams(read_sections(first)[".llvmbc"]) == 1
+    assert bitcode_streams(read_sections(merged)[".llvmbc"]) == 2
+    assert bitcode_streams(b"not bitcode") is None and bitcode_streams(b"BC\xc0\xde\x35\x14") is None
+    report = extract_corpus([ObjectRef(merged, "merged.o"), ObjectRef(first, "first.o")], tmp_path / "c")
+    assert report.modules == ["first.o"]
+    [skipped] = report.skipped
+    assert skipped["object"].endswith("merged.o")
+    assert skipped["reason"].startswith("2 bitcode modules in one .llvmbc section (a partial link, ld -r")
+
+
 def test_compile_commands_errors_name_the_place(tmp_path):
     bad = tmp_path / "compile_commands.json"
     bad.write_text('[{"directory": "/x", "arguments": ["cc", "-c", "a.c"]},')

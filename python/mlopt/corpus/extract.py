@@ -4,8 +4,9 @@
 
 Inputs: a ``compile_commands.json``, a directory of objects, or a list of
 object paths. Objects without the sections (assembly, objects built without
-the flag, not ELF) are skipped and counted, with the reason per file in the
-report; names and command lines that are not UTF-8 do not stop it.
+the flag, not ELF) and objects merged by a partial link (``ld -r``: several
+modules in one section) are skipped and counted, with the reason per file
+in the report; names and command lines that are not UTF-8 do not stop it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CorpusError
+from .bitcode import bitcode_streams
 from .elf import read_sections
 from .layout import prepare_output, safe_module_name, write_description, write_element
 
@@ -146,6 +148,10 @@ def _extract_one(ref: ObjectRef, out: Path, pattern: re.Pattern | None) -> str |
         return f"empty {BITCODE_SECTION} section (-fembed-bitcode=marker)"
     if not _matches(sections[COMMAND_SECTION], pattern):
         return "command line does not match the filter"
+    modules = bitcode_streams(sections[BITCODE_SECTION])
+    if modules is not None and modules > 1:
+        return (f"{modules} bitcode modules in one {BITCODE_SECTION} section (a partial link, ld -r, merged "
+                "several compiles; a corpus module is one compile)")
     write_element(out, ref.name, sections[BITCODE_SECTION], sections[COMMAND_SECTION])
     return None
 
