@@ -102,6 +102,8 @@ def main() -> None:
     ap.add_argument("--es-pairs", type=int, default=None, help="antithetic pairs (default: from the parameter count)")
     ap.add_argument("--es-average", type=float, default=ESConfig.average, metavar="D",
                     help="ES produces the moving average of its iterates (decay D per iteration; 0: the iterate)")
+    ap.add_argument("--es-momentum", type=float, default=ESConfig.momentum, metavar="M",
+                    help="ES's SGD momentum (the step is lr times the velocity v = M v + g)")
     ap.add_argument("--es-skip-largest", type=float, default=ESConfig.skip_largest, metavar="Q",
                     help="ES never draws the largest share Q of the training modules (0: all are drawn)")
     ap.add_argument("--es-objective", choices=OBJECTIVES, default="total",
@@ -155,7 +157,7 @@ def main() -> None:
                 per_pair = {"modules_per_pair": args.es_modules_per_pair} if args.es_modules_per_pair else {}
                 cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=args.es_lr,
                                sigma=args.es_sigma, perturbations=args.es_pairs, objective=args.es_objective,
-                               average=args.es_average, skip_largest=args.es_skip_largest,
+                               average=args.es_average, skip_largest=args.es_skip_largest, momentum=args.es_momentum,
                                validate_every=args.validate_every, keep_validated=True, **per_pair)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool)
