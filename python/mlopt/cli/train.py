@@ -345,8 +345,9 @@ def register(sub) -> None:
                     help="the run produces the moving average of its iterates, decay D per iteration (e.g. 0.9; "
                          "validated, kept as best, shipped); training steps are unchanged (default: the last iterate)")
     es.add_argument("--skip-largest", type=fraction, default=0.0, metavar="Q",
-                    help="never draw the largest share Q of the training modules (e.g. 0.02: their compiles are "
-                         "most of an iteration's time); validation still compiles every module (default: draw all)")
+                    help="never draw the largest share Q of the training modules: their compiles are most of an "
+                         "iteration's time, but on the Debian corpus they also carry what transfers (docs/guide/"
+                         "training.md); validation still compiles every module (default: draw all)")
     es.add_argument("--modules", type=positive_int, default=16, help="modules per iteration, for every candidate (16)")
     es.add_argument("--modules-per-pair", type=positive_int, metavar="K",
                     help="instead: each antithetic pair draws its own K modules (ml-compiler-opt: 1 module, 100 pairs)")
