@@ -319,13 +319,19 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
   nb::class_<SizeCache>(m, "TextSizeCache",
                         "The .text sizes of compiles already made, by (input, options, "
                         "decisions); lets a compile that repeats them skip code generation.")
-      .def(nb::init<size_t, bool>(), "capacity"_a = size_t(1) << 20, "per_function"_a = true)
+      .def(nb::init<size_t, bool, uint64_t>(), "capacity"_a = size_t(1) << 20,
+           "per_function"_a = true, "prefix_bytes"_a = uint64_t(0))
       .def_prop_ro("size", &TextSizeCache::size)
       .def_prop_ro("per_function", &TextSizeCache::perFunction)
       .def_prop_ro("functions_known", [](SizeCache &C) { return C.functions().size(); })
       .def_prop_ro("functions_reused", [](SizeCache &C) { return C.functions().reused(); })
       .def_prop_ro("functions_compiled", [](SizeCache &C) { return C.functions().compiled(); })
       .def_prop_ro("compiles_redone", [](SizeCache &C) { return C.functions().redone(); })
+      .def_prop_ro("prefix_capacity", [](SizeCache &C) { return C.prefixes().capacity(); })
+      .def_prop_ro("prefixes_known", [](SizeCache &C) { return C.prefixes().size(); })
+      .def_prop_ro("prefix_bytes", [](SizeCache &C) { return C.prefixes().bytes(); })
+      .def_prop_ro("prefix_hits", [](SizeCache &C) { return C.prefixes().hits(); })
+      .def_prop_ro("prefix_misses", [](SizeCache &C) { return C.prefixes().misses(); })
       .def_prop_ro("hits", &TextSizeCache::hits)
       .def_prop_ro("misses", &TextSizeCache::misses);
 

@@ -70,6 +70,22 @@ class CompileResult:
 PolicyLike = object  # None | LoadedPolicy | InlinePolicy | path | callable
 
 
+# What a TextSizeCache keeps of modules at the inliner's start (per worker, so per rollout process):
+# $MLOPT_INLINER_PREFIX_BYTES, else this.
+DEFAULT_PREFIX_BYTES = 512 << 20
+PREFIX_BYTES_ENV = "MLOPT_INLINER_PREFIX_BYTES"
+
+
+def default_prefix_bytes() -> int:
+    """$MLOPT_INLINER_PREFIX_BYTES (0 turns the inliner-prefix cache off), else DEFAULT_PREFIX_BYTES."""
+    text = os.environ.get(PREFIX_BYTES_ENV, "").strip()
+    if not text:
+        return DEFAULT_PREFIX_BYTES
+    if not text.isdigit():
+        raise ValueError(f"${PREFIX_BYTES_ENV} must be a number of bytes (0: off), not {text!r}")
+    return int(text)
+
+
 class TextSizeCache:
     """``.text`` sizes of compiles already made, keyed by (module bitcode,
     compile options, the inliner's decision sequence), 128-bit hashed. LLVM
@@ -88,13 +104,37 @@ class TextSizeCache:
     compile of the module logged, exactly that compile's decisions is not
     compiled at all: the compiler would repeat that compile step for step
     (:mod:`mlopt.compiler.replay`; an exact check by the policy's own
-    runner, not a prediction). ``replays`` counts them."""
+    runner, not a prediction). ``replays`` counts them.
+
+    ``prefix_bytes`` (default: ``$MLOPT_INLINER_PREFIX_BYTES``, else 512 MiB; 0: off): a compile also keeps the
+    module as the optimizer's passes before the inliner leave it (they do
+    not depend on the policy), and a later compile of the same module and
+    options starts from there instead of running them again. At most that
+    many bytes of such modules are kept (least recently used dropped);
+    ``prefix_hits`` / ``prefix_misses`` count the compiles that did / did not
+    find theirs. Modules with debug info or coroutines are not kept."""
 
     def __init__(self, capacity: int = 1 << 20, llvm: int | str | None = None, per_function: bool = True,
-                 replay: bool = True):
+                 replay: bool = True, prefix_bytes: int | None = None):
+        prefix_bytes = default_prefix_bytes() if prefix_bytes is None else prefix_bytes
+        if prefix_bytes < 0:
+            raise ValueError(f"TextSizeCache: prefix_bytes must be >= 0, not {prefix_bytes}")
         self.llvm = resolve_llvm(llvm)  # the compiles it serves: modules of this LLVM major
-        self._cache = engine(self.llvm).TextSizeCache(capacity, per_function)
+        self._cache = engine(self.llvm).TextSizeCache(capacity, per_function, prefix_bytes)
         self.replay = TrajectoryReplay() if replay else None
+
+    @property
+    def prefix_hits(self) -> int:
+        return self._cache.prefix_hits
+
+    @property
+    def prefix_misses(self) -> int:
+        return self._cache.prefix_misses
+
+    @property
+    def prefix_bytes(self) -> int:
+        """Bytes of modules kept at the inliner's start."""
+        return self._cache.prefix_bytes
 
     @property
     def replays(self) -> int:

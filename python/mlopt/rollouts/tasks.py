@@ -35,8 +35,9 @@ class RolloutTask:
     call_sites: bool = False
     # The worker's TextSizeCache: skip the compile when the policy repeats an earlier trajectory of the
     # module (replay), skip code generation when the decisions repeat an earlier compile's, and generate
-    # only the functions whose optimized IR is new otherwise; "functions": all but replay; "module": the
-    # decision-level cache alone; False: none.
+    # only the functions whose optimized IR is new otherwise, and start every compile after the first from the
+    # module at the inliner's start; "functions": all but replay; "module": the decision-level cache alone;
+    # False: none.
     cache: bool | str = True
     forced: str | None = None  # '0'/'1': the first decisions, whatever the policy says (local search)
     # (callee name, 0/1) pairs: every later site calling that function gets the decision (callee search)
@@ -132,7 +133,7 @@ def _cache(llvm: int, kind: bool | str):
         from ..compiler import TextSizeCache
 
         _CACHES[llvm, kind] = TextSizeCache(llvm=llvm, per_function=kind != "module",
-                                            replay=kind is True)
+                                            replay=kind is True, prefix_bytes=0 if kind == "module" else None)
     return _CACHES[llvm, kind]
 
 

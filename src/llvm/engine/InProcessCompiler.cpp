@@ -1,6 +1,7 @@
 #include "InProcessCompiler.h"
 #include "FunctionCodeReuse.h"
 #include "IR2VecVocabulary.h"
+#include "InlinerPrefixSkip.h"
 #include "InlineAdvisorFactory.h"
 #include "MLoptInlineAdvisor.h"
 #include "ObjectTextSize.h"
@@ -188,8 +189,24 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
   LLVMContext Ctx;
   Ctx.enableDebugTypeODRUniquing();
   DiagnosticCollector &Diags = collectDiagnostics(Ctx);
-  // Verified when it was loaded (loadModule).
-  std::unique_ptr<Module> M = parseModule(Ctx, Bitcode, Name, /*Verify=*/false);
+  // The passes before the inliner do not depend on the policy: a compile
+  // of an input and options seen before starts from the module they left.
+  std::optional<InlinerPrefixCache::Key> PrefixKey;
+  std::shared_ptr<const InlinerPrefix> Prefix;
+  if (Options.Cache && Options.Cache->prefixes().capacity() && !Options.Regalloc &&
+      !Options.TraceableCodegen) {
+    PrefixKey = InlinerPrefixCache::key(Bitcode, Options);
+    Prefix = Options.Cache->prefixes().lookup(*PrefixKey);
+  }
+  std::optional<InlinerPrefixSkip> PrefixSkip;
+  if (PrefixKey)
+    PrefixSkip.emplace(Prefix ? InlinerPrefixSkip::Mode::Resume : InlinerPrefixSkip::Mode::Record,
+                       Diags.Warnings);
+  if (Prefix)
+    Diags.Warnings = Prefix->Warnings;
+  // Verified when it was loaded (loadModule); a recorded prefix is LLVM's own output.
+  std::unique_ptr<Module> M =
+      parseModule(Ctx, Prefix ? Prefix->Bitcode : Bitcode, Name, /*Verify=*/false);
   if (!Options.TargetTriple.empty())
     setModuleTriple(*M, Triple::normalize(Options.TargetTriple));
 
@@ -221,6 +238,8 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
         },
         Tuning);
     State.MAM = &Passes.MAM();
+    if (PrefixSkip)
+      PrefixSkip->registerCallbacks(Passes.instrumentation());
     CurrentScope Scope(State);
     Passes.run(*M, Options.Pipeline);
     // Advisors flush the log when the analysis managers drop them.
@@ -231,6 +250,10 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
   }
   if (!Diags.Errors.empty())
     throwDiagnostics(Name, Diags.Errors);
+  if (Prefix && !PrefixSkip->reachedInliner())
+    throw CompileError(Name + ": internal error: a compile resumed before the inliner never reached it");
+  if (PrefixSkip && PrefixSkip->recorded())
+    Options.Cache->prefixes().insert(*PrefixKey, std::move(*PrefixSkip->recorded()));
   Out.CallSites = std::move(Trace.Sites);
 
   // The optimized module is a function of the input, the options and the

@@ -12,6 +12,11 @@
 // analysis managers, so calls on different threads run in parallel and give
 // the same bytes as sequential calls. A runner is used by one call only.
 //
+// With a TextSizeCache (CompileOptions::Cache), a compile can skip work an
+// earlier one did: the passes before the inliner (InlinerPrefixCache.h),
+// code generation of the same decisions or of unchanged functions
+// (TextSizeCache.h); the output is the same bytes.
+//
 // Errors: unreadable or broken IR throws ModuleError (LLVM's diagnostic,
 // prefixed by the module name); an unparsable pipeline, an unknown target or
 // an error diagnostic raised while compiling throws CompileError. Warnings

@@ -11,11 +11,16 @@
 // function (FunctionCodeReuse.h): only functions whose optimized IR is new
 // are generated, and the size is still the full compile's.
 //
+// With PrefixBytes > 0, compiles also keep the module as the passes before
+// the inliner leave it (InlinerPrefixCache.h), up to that many bytes, and
+// later compiles of the same input and options start from it.
+//
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_TEXTSIZECACHE_H
 #define MLOPT_LLVM_TEXTSIZECACHE_H
 
 #include "FunctionCodeReuse.h"
+#include "InlinerPrefixCache.h"
 
 #include <cstdint>
 #include <deque>
@@ -33,8 +38,9 @@ class TextSizeCache {
 public:
   using Key = std::pair<uint64_t, uint64_t>;
 
-  explicit TextSizeCache(size_t Capacity = 1 << 20, bool PerFunction = true)
-      : Capacity(Capacity), PerFunction(PerFunction) {}
+  explicit TextSizeCache(size_t Capacity = 1 << 20, bool PerFunction = true,
+                         uint64_t PrefixBytes = 0)
+      : Capacity(Capacity), PerFunction(PerFunction), Prefixes(PrefixBytes) {}
 
   static Key key(const std::string &Bitcode, const CompileOptions &Options,
                  const std::string &Decisions);
@@ -48,11 +54,13 @@ public:
 
   bool perFunction() const { return PerFunction; }
   FunctionCodeCache &functions() { return Functions; }
+  InlinerPrefixCache &prefixes() { return Prefixes; }
 
 private:
   size_t Capacity;
   bool PerFunction;
   FunctionCodeCache Functions;
+  InlinerPrefixCache Prefixes;
   mutable std::mutex Lock;
   std::map<Key, uint64_t> Sizes;
   std::deque<Key> Order;

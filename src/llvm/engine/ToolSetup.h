@@ -84,6 +84,8 @@ public:
   llvm::PassBuilder &builder() { return PB; }
   llvm::ModuleAnalysisManager &MAM() { return MAMs; }
   llvm::FunctionAnalysisManager &FAM() { return FAMs; }
+  /// Callbacks registered here see the passes run().
+  llvm::PassInstrumentationCallbacks &instrumentation() { return PIC; }
   /// Parses Pipeline (opt's -passes syntax) and runs it followed by the
   /// verifier, as opt does; an unparsable pipeline throws CompileError.
   void run(llvm::Module &M, const std::string &Pipeline);
