@@ -1,14 +1,19 @@
 """Seconds per ES iteration, as ES runs on a corpus, against the same
-iterations without this stop's two savings (measured in the same run, each
-side on a fresh worker pool, so with cold worker caches alike):
+iterations without one saving (measured in the same run, each side on a
+fresh worker pool, so with cold worker caches alike). ``--without``:
 
-- every candidate's ``.tflite`` built afresh (``_build_tflite``) instead of
-  patching one built graph's weights (:mod:`mlopt.tflite.template`);
-- trajectory replay asking the model about every logged row instead of
-  letting each candidate's numpy twin settle the rows no float32 order can
-  flip (:meth:`mlopt.policy.LoadedPolicy.decide`).
+- ``template-and-twins`` (stop 38): every candidate's ``.tflite`` built
+  afresh (``_build_tflite``) instead of patching one built graph's weights
+  (:mod:`mlopt.tflite.template`), and trajectory replay asking the model
+  about every logged row instead of letting each candidate's numpy twin
+  settle the rows no float32 order can flip
+  (:meth:`mlopt.policy.LoadedPolicy.decide`);
+- ``inliner-prefix`` (stop 44): every compile runs the optimizer's passes
+  before the inliner again instead of starting from the module they left
+  at the module's first compile in the worker ($MLOPT_INLINER_PREFIX_BYTES=0).
 
-    python3 benchmarks/bench_es_iteration.py splits149/train prior20-s0.npz --iterations 6
+    python3 benchmarks/bench_es_iteration.py splits149/train prior20-s0.npz --iterations 6 [--without inliner-prefix] \
+        [--validation splits149/validation --validate-every 2]
 
 Both sides must train alike: the script fails if any iteration's training
 delta or cache-independent result differs. Prints seconds per iteration and
@@ -18,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
+from mlopt.compiler.compile import PREFIX_BYTES_ENV
 from mlopt.corpus import corpus_entries
 from mlopt.policy import mlp
 from mlopt.problems import load_weights
@@ -35,17 +42,27 @@ from mlopt.workers import make_pool
 def run(corpus: Path, prior: Path, args, *, current: bool) -> list[dict]:
     init = load_weights(prior)
     saved = mlp.MLPPolicy.to_tflite
-    if not current:
+    saved_env = os.environ.get(PREFIX_BYTES_ENV)
+    twins = current or args.without != "template-and-twins"
+    if not current and args.without == "template-and-twins":
         mlp.MLPPolicy.to_tflite = lambda self, logits_output=False: mlp._build_tflite(self, logits_output)
+    if not current and args.without == "inliner-prefix":
+        os.environ[PREFIX_BYTES_ENV] = "0"  # read by the pool's workers, started below
     try:
         with make_pool(args.workers) as pool, tempfile.TemporaryDirectory() as tmp:
             ds = trace_corpus(corpus, pool=pool, quiet=True)
             baseline = {m: float(v) for m, v in zip(ds.modules, ds.text_size)}
             train = [e for e in corpus_entries(corpus) if e.name in baseline]
+            validation = []
+            if args.validation:
+                vs = trace_corpus(args.validation, pool=pool, quiet=True)
+                baseline.update({m: float(v) for m, v in zip(vs.modules, vs.text_size)})
+                validation = [e for e in corpus_entries(args.validation) if e.name in baseline]
             cfg = ESConfig(iterations=args.iterations, modules_per_perturbation=args.modules, seed=args.seed,
-                           lr=args.lr, objective=args.objective, validate_every=10**9)
-            env = CompilerEnvironment(init.problem, pool, twins=current)
-            trainer = ESTrainer(init, train, baseline, Path(tmp) / "run", cfg, env=env)
+                           lr=args.lr, objective=args.objective,
+                           validate_every=args.validate_every if validation else 10**9)
+            env = CompilerEnvironment(init.problem, pool, twins=twins)
+            trainer = ESTrainer(init, train, baseline, Path(tmp) / "run", cfg, env=env, validation=validation)
             out = []
             while trainer.iteration < cfg.iterations:
                 start = time.perf_counter()
@@ -58,6 +75,10 @@ def run(corpus: Path, prior: Path, args, *, current: bool) -> list[dict]:
             return out
     finally:
         mlp.MLPPolicy.to_tflite = saved
+        if saved_env is None:
+            os.environ.pop(PREFIX_BYTES_ENV, None)
+        else:
+            os.environ[PREFIX_BYTES_ENV] = saved_env
 
 
 def main() -> None:
@@ -70,6 +91,11 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=0.02)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--validation", type=Path, help="validate on these modules (e.g. splits149/validation), "
+                    "as training runs do")
+    ap.add_argument("--validate-every", type=int, default=2)
+    ap.add_argument("--without", choices=("template-and-twins", "inliner-prefix"), default="template-and-twins",
+                    help="the saving the baseline side goes without (default: %(default)s)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     before = run(args.corpus, args.prior, args, current=False)
@@ -81,11 +107,14 @@ def main() -> None:
     sb = sum(m["seconds"] for m in before)
     sa = sum(m["seconds"] for m in after)
     print(f"{len(before)} iterations, identical training on both sides")
-    print(f"baseline (fresh .tflite, replay by the model): {sb / len(before):.2f} s per iteration")
-    print(f"current  (patched .tflite, numpy twins):       {sa / len(after):.2f} s per iteration")
+    label = {"template-and-twins": "fresh .tflite, replay by the model",
+             "inliner-prefix": "every compile from the input"}[args.without]
+    print(f"baseline ({label}): {sb / len(before):.2f} s per iteration")
+    print(f"current  (everything on): {sa / len(after):.2f} s per iteration")
     print(f"ratio: {sb / sa:.2f}x the iterations per second")
     if args.json:
-        args.json.write_text(json.dumps({"baseline": before, "current": after, "ratio": sb / sa}, indent=1) + "\n")
+        report = {"without": args.without, "baseline": before, "current": after, "ratio": sb / sa}
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
 
 
 if __name__ == "__main__":

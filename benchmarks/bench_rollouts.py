@@ -16,7 +16,9 @@ on every module of the default corpus (``mlopt corpus fetch``: C and C++).
   in-process: mlopt.rollouts.run_rollouts on a LocalPool (1 and --workers processes),
               without and with the TextSizeCache, each level adding to the one before:
               decision cache (repeated decisions skip code generation), per-function
-              codegen (only functions whose optimized IR is new are generated), trajectory
+              codegen (only functions whose optimized IR is new are generated), the inliner
+              prefix (a module's compiles after its first start at the inliner from the module
+              the passes before it left), trajectory
               replay (a policy that reproduces a stored trajectory of the module on its
               logged features is not compiled at all; the default)
 
@@ -148,7 +150,7 @@ def main() -> int:
 
     reference = None
     configs = [(1, False), (args.workers, False), (args.workers, "module"), (args.workers, "functions"),
-               (args.workers, True)]
+               (args.workers, "prefix"), (args.workers, True)]
     for workers, cache in configs[1:] if args.skip_one_worker else configs:
         cpu = children_cpu()
         with LocalPool(workers) as pool:
@@ -173,7 +175,7 @@ def main() -> int:
         assert not wrong, f"cache {cache!r}: sizes differ from uncached ones (policy, module, cached, uncached): " \
                           f"{wrong}"
         name = {False: "in-process", "module": "+decision cache", "functions": "+per-function codegen",
-                True: "+trajectory replay"}[cache]
+                "prefix": "+inliner prefix", True: "+trajectory replay"}[cache]
         rows.append((name, workers, elapsed, cpu, llvm / task, hits / evals))
 
     assert cc1_sizes == reference, "stock clang -cc1 + plugin sizes differ from in-process sizes"

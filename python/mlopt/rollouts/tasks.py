@@ -36,8 +36,8 @@ class RolloutTask:
     # The worker's TextSizeCache: skip the compile when the policy repeats an earlier trajectory of the
     # module (replay), skip code generation when the decisions repeat an earlier compile's, and generate
     # only the functions whose optimized IR is new otherwise, and start every compile after the first from the
-    # module at the inliner's start; "functions": all but replay; "module": the decision-level cache alone;
-    # False: none.
+    # module at the inliner's start; "prefix": all but replay; "functions": the decision and per-function
+    # caches; "module": the decision-level cache alone; False: none.
     cache: bool | str = True
     forced: str | None = None  # '0'/'1': the first decisions, whatever the policy says (local search)
     # (callee name, 0/1) pairs: every later site calling that function gets the decision (callee search)
@@ -123,7 +123,7 @@ def _rollout_policy(task: RolloutTask, vocab: str):
     return sampled_policy(_POLICIES[key], task.sample_seed, task.temperature)
 
 
-CACHE_KINDS = (True, "functions", "module")
+CACHE_KINDS = (True, "prefix", "functions", "module")
 
 
 def _cache(llvm: int, kind: bool | str):
@@ -133,7 +133,8 @@ def _cache(llvm: int, kind: bool | str):
         from ..compiler import TextSizeCache
 
         _CACHES[llvm, kind] = TextSizeCache(llvm=llvm, per_function=kind != "module",
-                                            replay=kind is True, prefix_bytes=0 if kind == "module" else None)
+                                            replay=kind is True,
+                                            prefix_bytes=None if kind in (True, "prefix") else 0)
     return _CACHES[llvm, kind]
 
 

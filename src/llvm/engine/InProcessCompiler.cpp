@@ -1,8 +1,8 @@
 #include "InProcessCompiler.h"
 #include "FunctionCodeReuse.h"
 #include "IR2VecVocabulary.h"
-#include "InlinerPrefixSkip.h"
 #include "InlineAdvisorFactory.h"
+#include "InlinerPrefixSkip.h"
 #include "MLoptInlineAdvisor.h"
 #include "ObjectTextSize.h"
 #include "TextSizeCache.h"
@@ -251,7 +251,8 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
   if (!Diags.Errors.empty())
     throwDiagnostics(Name, Diags.Errors);
   if (Prefix && !PrefixSkip->reachedInliner())
-    throw CompileError(Name + ": internal error: a compile resumed before the inliner never reached it");
+    throw CompileError(Name +
+                       ": internal error: a compile resumed before the inliner never reached it");
   if (PrefixSkip && PrefixSkip->recorded())
     Options.Cache->prefixes().insert(*PrefixKey, std::move(*PrefixSkip->recorded()));
   Out.CallSites = std::move(Trace.Sites);

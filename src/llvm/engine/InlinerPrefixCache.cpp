@@ -47,7 +47,8 @@ void InlinerPrefixCache::insert(const Key &K, InlinerPrefix Prefix) {
   if (W > Capacity || Entries.count(K))
     return;
   Recent.push_front(K);
-  Entries.emplace(K, Entry{std::make_shared<const InlinerPrefix>(std::move(Prefix)), Recent.begin()});
+  Entries.emplace(K,
+                  Entry{std::make_shared<const InlinerPrefix>(std::move(Prefix)), Recent.begin()});
   Bytes += W;
   while (Bytes > Capacity) {
     auto Oldest = Entries.find(Recent.back());
