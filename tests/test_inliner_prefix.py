@@ -65,8 +65,9 @@ def test_forced_decisions_from_a_resumed_prefix(modules):
     assert checked >= 3 and cache.prefix_hits == checked
 
 
-def test_a_module_with_debug_info(llvm_tools, tmp_path):
-    """DWARF sections included, the object is the full compile's."""
+def test_a_module_with_debug_info_is_not_kept(llvm_tools, tmp_path):
+    """The bitcode round trip of a module with debug info is not faithful (on the Debian corpus, LLVM 19 lost a
+    use of a function in 6 such modules): it is compiled in full every time."""
     src = tmp_path / "d.c"
     src.write_text("static int sq(int x) { return x * x; }\n"
                    "static int add(int a, int b) { int s = 0; for (int i = 0; i < a; i++) s += sq(i) + b; return s; }\n"
@@ -80,7 +81,7 @@ def test_a_module_with_debug_info(llvm_tools, tmp_path):
     cache = _cache()
     first = mlopt.compile(m, keep_object=True, cache=cache)
     second = mlopt.compile(m, keep_object=True, cache=cache)
-    assert cache.prefix_hits == 1
+    assert cache.prefix_hits == 0 and cache.prefix_bytes == 0
     assert b".debug_info" in second.object
     _same(second, first, "debug info")
     _same(second, mlopt.compile(m, keep_object=True), "debug info")

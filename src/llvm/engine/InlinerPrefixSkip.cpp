@@ -11,10 +11,12 @@ namespace mlopt {
 
 static constexpr StringLiteral InlinerPass = "ModuleInlinerWrapperPass";
 
-/// Coroutines: CoroEarly is required, so it would run again on its own output.
+/// See the header: no debug info, no coroutines.
 static bool recordable(const Module &M) {
+  if (M.getNamedMetadata("llvm.dbg.cu"))
+    return false;
   for (const Function &F : M)
-    if (F.getName().starts_with("llvm.coro."))
+    if (F.getSubprogram() || F.getName().starts_with("llvm.coro."))
       return false;
   return true;
 }
