@@ -106,6 +106,8 @@ def main() -> None:
                     help="ES's SGD momentum (the step is lr times the velocity v = M v + g)")
     ap.add_argument("--es-skip-largest", type=float, default=ESConfig.skip_largest, metavar="Q",
                     help="ES never draws the largest share Q of the training modules (0: all are drawn)")
+    ap.add_argument("--es-train-layers", type=int, default=ESConfig.train_layers, metavar="K",
+                    help="ES perturbs and steps only the last K layers (0: all)")
     ap.add_argument("--es-objective", choices=OBJECTIVES, default="total",
                     help="what ES's gradient ascends (selection stays on total bytes)")
     ap.add_argument("--es-modules-per-pair", type=int, default=None, metavar="K",
@@ -158,7 +160,8 @@ def main() -> None:
                 cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=args.es_lr,
                                sigma=args.es_sigma, perturbations=args.es_pairs, objective=args.es_objective,
                                average=args.es_average, skip_largest=args.es_skip_largest, momentum=args.es_momentum,
-                               validate_every=args.validate_every, keep_validated=True, **per_pair)
+                               train_layers=args.es_train_layers, validate_every=args.validate_every,
+                               keep_validated=True, **per_pair)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool)
             else:

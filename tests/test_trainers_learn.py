@@ -31,11 +31,12 @@ def _baseline():
     return synthetic.baseline(TRAIN + VALIDATION)
 
 
-def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total", average: float = 0.0):
+def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total", average: float = 0.0,
+            train_layers: int = 0):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, epochs=3)
     cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=0.1, seed=0, objective=objective,
-                   average=average)
+                   average=average, train_layers=train_layers)
     trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
     trainer.run()
     return start, trainer
@@ -62,8 +63,11 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
 
 @pytest.mark.parametrize("run,iterations", [(_run_es, 30), (_run_es_pairs, 30),
                                             (partial(_run_es, objective="module-rank"), 30),
-                                            (partial(_run_es, average=0.8), 30), (_run_ppo, 80)],
-                         ids=["es", "es-pairs", "es-module-rank", "es-averaged", "ppo"])
+                                            (partial(_run_es, average=0.8), 30),
+                                            # 8 pairs for the output layer's 34 weights, 9 for all 114: 60
+                                            # iterations are about the evaluations of 30 of the others
+                                            (partial(_run_es, train_layers=1), 60), (_run_ppo, 80)],
+                         ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -320,6 +324,29 @@ def test_averaging_changes_what_a_run_produces_and_not_its_steps(tmp_path):
     with pytest.raises(MloptError, match="average must be in"):
         ESTrainer(start, TRAIN, _baseline(), tmp_path / "x", ESConfig(average=1.0),
                   env=synthetic.SyntheticEnvironment())
+
+
+def test_train_layers_steps_only_the_last_layers_and_all_is_unchanged(tmp_path):
+    """train_layers=1: the earlier layers keep the starting weights bit for bit, the output layer moves, and
+    the pair count follows its dimensions; train_layers=0 makes the steps it always made."""
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    runs = {}
+    for k in (0, 1, len(start.layers)):
+        cfg = ESConfig(iterations=3, modules_per_perturbation=8, sigma=0.1, lr=0.1, seed=4, train_layers=k)
+        t = ESTrainer(start, TRAIN, _baseline(), tmp_path / str(k), cfg, env=synthetic.SyntheticEnvironment())
+        t.run()
+        runs[k] = t
+    *frozen, (w, b) = start.layers
+    out = runs[1].current_policy().layers
+    for (w0, b0), (w1, b1) in zip(frozen, out[:-1]):
+        assert w0.tobytes() == w1.tobytes() and b0.tobytes() == b1.tobytes()
+    assert out[-1][0].tobytes() != w.tobytes()
+    assert runs[1].pairs == default_pairs(w.size + b.size) < runs[0].pairs == default_pairs(flatten(start).size)
+    assert runs[0].theta.tobytes() == runs[len(start.layers)].theta.tobytes()  # every layer = all of them
+    for bad in (-1, len(start.layers) + 1):
+        with pytest.raises(MloptError, match="train_layers must be 0"):
+            ESTrainer(start, TRAIN, _baseline(), tmp_path / "x", ESConfig(train_layers=bad),
+                      env=synthetic.SyntheticEnvironment())
 
 
 def test_distilled_smaller_network_decides_like_its_teacher():

@@ -150,7 +150,7 @@ def cmd_train_es(args) -> int:
                    seed=args.seed, optimizer=args.optimizer,
                    momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, objective=args.objective,
                    buckets=args.buckets, average=args.average, skip_largest=args.skip_largest,
-                   validate_every=args.validate_every)
+                   train_layers=args.train_layers, validate_every=args.validate_every)
     return _rollout_trainer(args, "es", cfg, ESTrainer, "evolution strategies")
 
 
@@ -348,6 +348,9 @@ def register(sub) -> None:
                     help="never draw the largest share Q of the training modules: their compiles are most of an "
                          "iteration's time, but on the Debian corpus they also carry what transfers (docs/guide/"
                          "training.md); validation still compiles every module (default: draw all)")
+    es.add_argument("--train-layers", type=int, default=0, metavar="K",
+                    help="perturb and step only the policy's last K layers, the others keep the starting "
+                         "policy's weights (1: the output layer's ~130 weights instead of ~9,500; default 0: all)")
     es.add_argument("--modules", type=positive_int, default=16, help="modules per iteration, for every candidate (16)")
     es.add_argument("--modules-per-pair", type=positive_int, metavar="K",
                     help="instead: each antithetic pair draws its own K modules (ml-compiler-opt: 1 module, 100 pairs)")

@@ -34,6 +34,10 @@ problem, with what their setup leaves to chance made explicit:
   the iteration (counted in the metrics);
 - optionally (``skip_largest=q``) the largest share q of the training
   modules is never drawn: their compiles are most of an iteration's time;
+- optionally (``train_layers=k``) only the last k layers are perturbed and
+  stepped, the others keep the starting policy's weights: the gradient is
+  estimated in the output layer's ~130 dimensions instead of the whole
+  network's ~9,500, and the pair count follows the trained dimensions;
 - optionally (``average=d``) the policy a run produces is the exponential
   moving average of its iterates (Polyak averaging, decay ``d`` per
   iteration), the one validated, kept as best and returned: ES's steps are
@@ -98,6 +102,10 @@ class ESConfig:
     # leave this share of the training modules, the largest by the heuristic's objective, out of every draw
     # (rollouts/sampler.py: they cost most of an iteration's compiles); validation sees every module
     skip_largest: float = 0.0
+    # perturb and step only the last k layers (0: all): an estimate from 2P candidates in the output layer's
+    # few dimensions instead of the whole network's thousands; the earlier layers keep the starting policy's
+    # weights (its learned features)
+    train_layers: int = 0
 
 
 def default_pairs(parameters: int) -> int:
@@ -118,6 +126,16 @@ def unflatten(policy: MLPPolicy, theta: np.ndarray) -> MLPPolicy:
         layers.append((theta[at:at + nw].reshape(w.shape), theta[at + nw:at + nw + nb].reshape(b.shape)))
         at += nw + nb
     return type(policy)(policy.vocab, layers, problem=policy.problem)
+
+
+def trained_mask(policy: MLPPolicy, last_layers: int = 0) -> np.ndarray:
+    """Per parameter of ``flatten(policy)``: True if it is in the last ``last_layers`` layers
+    (0: every layer)."""
+    if last_layers < 0 or last_layers > len(policy.layers):
+        raise MloptError(f"train_layers must be 0 (all) to {len(policy.layers)} (the policy's layers), "
+                         f"got {last_layers!r}")
+    first = len(policy.layers) - last_layers if last_layers else 0
+    return np.concatenate([np.full(w.size + b.size, k >= first) for k, (w, b) in enumerate(policy.layers)])
 
 
 def layer_scale(policy: MLPPolicy, floor: float = 1e-3) -> np.ndarray:
@@ -185,9 +203,10 @@ class ESTrainer:
         self.config = config
         self.env = env or CompilerEnvironment(policy.problem, pool)
         self.theta = flatten(policy)
+        self.trained = trained_mask(policy, config.train_layers)  # the coordinates ES perturbs and steps
         self.averaged = self.theta.astype(np.float64)  # the iterates' moving average (config.average > 0)
         self.scale = layer_scale(policy)
-        self.pairs = config.perturbations or default_pairs(self.theta.size)
+        self.pairs = config.perturbations or default_pairs(int(self.trained.sum()))
         try:
             self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed,
                                                  skip_largest=config.skip_largest)
@@ -235,9 +254,10 @@ class ESTrainer:
         """One iteration; returns its metrics."""
         cfg = self.config
         i = self.iteration
-        n = self.theta.size
+        n = int(self.trained.sum())
         rng = np.random.default_rng([cfg.seed, i])
-        eps = rng.standard_normal((self.pairs, n)).astype(np.float32)
+        eps = np.zeros((self.pairs, self.theta.size), np.float32)
+        eps[:, self.trained] = rng.standard_normal((self.pairs, n)).astype(np.float32)
         work = self.run_dir / "work"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
