@@ -167,6 +167,23 @@ def test_es_metrics_log_the_step_control(tmp_path):
     assert m["candidate_delta_min"] <= m["train_delta_percent"] <= m["candidate_delta_max"]
 
 
+class _CountingEnvironment(synthetic.SyntheticEnvironment):
+    """Reports as cache hits every compile of a call, as CompilerEnvironment counts them per call."""
+
+    def costs(self, policies, items, work):
+        self.cache_hits = len(items)
+        return super().costs(policies, items, work)
+
+
+def test_es_cache_hit_share_counts_the_iterations_compiles_not_validations(tmp_path):
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    cfg = ESConfig(iterations=2, modules_per_perturbation=4, sigma=0.1, lr=0.1, seed=0, validate_every=1)
+    trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=_CountingEnvironment())
+    shares = []
+    trainer.run(on_iteration=lambda m: shares.append(m["cache_hit_share"]))
+    assert shares == [1.0, 1.0]  # validation's 12 compiles are not this iteration's hits
+
+
 @pytest.mark.parametrize("kind", ["es", "ppo"])
 def test_validate_every_k_validates_only_those_iterations(tmp_path, kind):
     """--validate-every 2: validation (and so best/) only after iterations

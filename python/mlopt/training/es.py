@@ -272,6 +272,7 @@ class ESTrainer:
             draws = [[self.train[j] for j in self.sampler.sample(i, cfg.modules_per_perturbation)]] * self.pairs
         items = [(2 * p + sign, e) for p, chosen in enumerate(draws) for sign in (0, 1) for e in chosen]
         flat = np.array([np.nan if c is None else c for c in self.env.costs(candidates, items, work)], np.float64)
+        hits = getattr(self.env, "cache_hits", 0)  # of these compiles (validation's come next)
         deltas, compiled = self._deltas(draws, flat)
         kept = ~np.isnan(deltas[0::2])  # pairs with a value (per-pair draws: a pair none of whose modules compiled)
         if not kept.any():
@@ -308,7 +309,7 @@ class ESTrainer:
                    "pairs": self.pairs, "pairs_dropped": self.pairs - k, "modules": compiled,
                    "failed_modules": drawn - compiled,
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
-                   "cache_hit_share": getattr(self.env, "cache_hits", 0) / len(items),
+                   "cache_hit_share": hits / len(items),
                    "validation_delta_percent": val}
         if val is not None and cfg.keep_validated:
             (self.run_dir / "validated").mkdir(exist_ok=True)
