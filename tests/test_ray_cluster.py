@@ -73,8 +73,10 @@ def _trainer(kind: str, setup, run, pool):
 
 
 def _outcome(trainer) -> tuple[bytes, list[dict]]:
-    """The trained parameters' bytes and the metrics without timings."""
-    metrics = [{k: v for k, v in json.loads(line).items() if "per_s" not in k and "seconds" not in k}
+    """The trained parameters' bytes and the metrics without timings and cache hits (both depend on
+    which worker compiled what, not on the result)."""
+    metrics = [{k: v for k, v in json.loads(line).items()
+                if "per_s" not in k and "seconds" not in k and "cache_hit" not in k}
                for line in (trainer.run_dir / "metrics.jsonl").read_text().splitlines()]
     return trainer.theta.tobytes(), metrics
 
