@@ -345,7 +345,7 @@ def test_averaging_changes_what_a_run_produces_and_not_its_steps(tmp_path):
 
 def test_train_layers_steps_only_the_last_layers_and_all_is_unchanged(tmp_path):
     """train_layers=1: the earlier layers keep the starting weights bit for bit, the output layer moves, and
-    the pair count follows its dimensions; train_layers=0 makes the steps it always made."""
+    the pair count follows its dimensions; naming every layer steps exactly as 0 (all) does."""
     start = synthetic.warm_start(TRAIN, epochs=3)
     runs = {}
     for k in (0, 1, len(start.layers)):
