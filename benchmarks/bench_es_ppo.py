@@ -98,6 +98,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--es-modules", type=int, default=8)
     ap.add_argument("--es-lr", type=float, default=ESConfig.lr)
+    ap.add_argument("--es-lr-end", type=float, default=ESConfig.lr_end, metavar="LR",
+                    help="ES's step goes geometrically from --es-lr to LR in --es-lr-horizon iterations (0: constant)")
+    ap.add_argument("--es-lr-horizon", type=int, default=ESConfig.lr_horizon, metavar="N")
     ap.add_argument("--es-sigma", type=float, default=ESConfig.sigma)
     ap.add_argument("--es-pairs", type=int, default=None, help="antithetic pairs (default: from the parameter count)")
     ap.add_argument("--es-average", type=float, default=ESConfig.average, metavar="D",
@@ -160,7 +163,8 @@ def main() -> None:
                 cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=args.es_lr,
                                sigma=args.es_sigma, perturbations=args.es_pairs, objective=args.es_objective,
                                average=args.es_average, skip_largest=args.es_skip_largest, momentum=args.es_momentum,
-                               train_layers=args.es_train_layers, validate_every=args.validate_every,
+                               train_layers=args.es_train_layers, lr_end=args.es_lr_end,
+                               lr_horizon=args.es_lr_horizon, validate_every=args.validate_every,
                                keep_validated=True, **per_pair)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool)

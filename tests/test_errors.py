@@ -74,6 +74,9 @@ def test_usage_errors_exit_2(tmp_path):
         (["frobnicate"], "invalid choice"),
         (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--objective", "module-rank",
           "--modules-per-pair", "2"], "cannot be combined with --modules-per-pair"),
+        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--lr-end", "0.01"],
+         "--lr-end and --lr-horizon go together"),
+        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--lr-horizon", "0"], "must be at least 1"),
     ]:
         r = run(*args)
         assert r.returncode == 2 and said in r.stderr, (args, r.stderr)

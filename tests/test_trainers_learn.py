@@ -32,11 +32,11 @@ def _baseline():
 
 
 def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total", average: float = 0.0,
-            train_layers: int = 0):
+            train_layers: int = 0, lr: float = 0.1, lr_end: float = 0.0, lr_horizon: int = 0):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, epochs=3)
-    cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=0.1, seed=0, objective=objective,
-                   average=average, train_layers=train_layers)
+    cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=lr, seed=0, objective=objective,
+                   average=average, train_layers=train_layers, lr_end=lr_end, lr_horizon=lr_horizon)
     trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
     trainer.run()
     return start, trainer
@@ -66,8 +66,12 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                             (partial(_run_es, average=0.8), 30),
                                             # 8 pairs for the output layer's 34 weights, 9 for all 114: 60
                                             # iterations are about the evaluations of 30 of the others
-                                            (partial(_run_es, train_layers=1), 60), (_run_ppo, 80)],
-                         ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "ppo"])
+                                            (partial(_run_es, train_layers=1), 60),
+                                            # from twice the step to half of it (geometric mean: the constant's)
+                                            (partial(_run_es, lr=0.2, lr_end=0.05, lr_horizon=30), 30),
+                                            (_run_ppo, 80)],
+                         ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
+                              "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -283,14 +287,15 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
         assert m["rows"] > 0 and m["modules"] == 3
 
 
-@pytest.mark.parametrize("kind", ["es", "es-averaged", "ppo"])
+@pytest.mark.parametrize("kind", ["es", "es-averaged", "es-scheduled", "ppo"])
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
     def run(path, iterations, resume):
         path.mkdir(exist_ok=True)
         env = synthetic.SyntheticEnvironment()
         start = synthetic.warm_start(TRAIN, epochs=3)
         if kind.startswith("es"):
-            cfg = ESConfig(iterations=iterations, seed=4, average=0.5 if kind == "es-averaged" else 0.0)
+            schedule = {"lr_end": 0.01, "lr_horizon": 3} if kind == "es-scheduled" else {}
+            cfg = ESConfig(iterations=iterations, seed=4, average=0.5 if kind == "es-averaged" else 0.0, **schedule)
             t = ESTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env)
         else:
             t = PPOTrainer(start, TRAIN, _baseline(), path, PPOConfig(iterations=iterations, modules=8, seed=4),
@@ -341,6 +346,43 @@ def test_averaging_changes_what_a_run_produces_and_not_its_steps(tmp_path):
     with pytest.raises(MloptError, match="average must be in"):
         ESTrainer(start, TRAIN, _baseline(), tmp_path / "x", ESConfig(average=1.0),
                   env=synthetic.SyntheticEnvironment())
+
+
+def test_the_lr_schedule_steps_geometrically_then_holds_and_a_flat_one_is_the_constant(tmp_path):
+    """lr_end/lr_horizon: iteration i steps with lr * (lr_end / lr) ** min(i / horizon, 1), logged as "lr"; the
+    first step is the constant-lr run's; a schedule from lr to lr is that run bit for bit; half a schedule is a
+    usage error."""
+    start = synthetic.warm_start(TRAIN, epochs=3)
+
+    def run(name, iterations, **schedule):
+        cfg = ESConfig(iterations=iterations, modules_per_perturbation=8, sigma=0.1, lr=0.2, seed=5, **schedule)
+        t = ESTrainer(start, TRAIN, _baseline(), tmp_path / name, cfg, env=synthetic.SyntheticEnvironment())
+        logged = []
+        t.run(on_iteration=logged.append)
+        return t, logged
+
+    scheduled, metrics = run("scheduled", 6, lr_end=0.05, lr_horizon=4)
+    assert [m["lr"] for m in metrics] == pytest.approx([0.2, 0.2 * 0.25 ** 0.25, 0.1, 0.2 * 0.25 ** 0.75,
+                                                        0.05, 0.05], rel=1e-12)
+    constant, plain = run("constant", 6)
+    assert [m["lr"] for m in plain] == [0.2] * 6
+    first, _ = run("first", 1, lr_end=0.05, lr_horizon=4)
+    one, _ = run("one", 1)
+    assert first.theta.tobytes() == one.theta.tobytes()  # iteration 0 steps with lr itself
+    assert scheduled.theta.tobytes() != constant.theta.tobytes()
+    # iteration 3 of the schedule is a constant-lr step of its logged lr from the schedule's iterate 3
+    three, _ = run("three", 3, lr_end=0.05, lr_horizon=4)
+    cfg = ESConfig(iterations=4, modules_per_perturbation=8, sigma=0.1, lr=metrics[3]["lr"], seed=5)
+    alone = ESTrainer(start, TRAIN, _baseline(), tmp_path / "alone", cfg, env=synthetic.SyntheticEnvironment())
+    alone.theta, alone.iteration = three.theta.copy(), 3
+    alone.step()
+    four, _ = run("four", 4, lr_end=0.05, lr_horizon=4)
+    assert alone.theta.tobytes() == four.theta.tobytes()
+    flat, _ = run("flat", 6, lr_end=0.2, lr_horizon=4)
+    assert flat.theta.tobytes() == constant.theta.tobytes()
+    for bad in ({"lr_end": 0.05}, {"lr_horizon": 4}, {"lr_end": -0.1, "lr_horizon": 4}):
+        with pytest.raises(MloptError, match="step-size schedule needs both"):
+            ESTrainer(start, TRAIN, _baseline(), tmp_path / "x", ESConfig(**bad), env=synthetic.SyntheticEnvironment())
 
 
 def test_train_layers_steps_only_the_last_layers_and_all_is_unchanged(tmp_path):

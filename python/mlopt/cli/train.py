@@ -142,6 +142,9 @@ def cmd_train_es(args) -> int:
     from ..training import ESConfig, ESTrainer
     from ._common import UsageError
 
+    if (args.lr_end is None) != (args.lr_horizon is None):
+        raise UsageError("--lr-end and --lr-horizon go together (the step goes from --lr to --lr-end over "
+                         "--lr-horizon iterations)")
     if args.objective == "module-rank" and args.modules_per_pair:
         raise UsageError("--objective module-rank ranks every candidate on the same modules; "
                          "it cannot be combined with --modules-per-pair")
@@ -150,7 +153,8 @@ def cmd_train_es(args) -> int:
                    seed=args.seed, optimizer=args.optimizer,
                    momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, objective=args.objective,
                    buckets=args.buckets, average=args.average, skip_largest=args.skip_largest,
-                   train_layers=args.train_layers, validate_every=args.validate_every)
+                   train_layers=args.train_layers, lr_end=args.lr_end or 0.0, lr_horizon=args.lr_horizon or 0,
+                   validate_every=args.validate_every)
     return _rollout_trainer(args, "es", cfg, ESTrainer, "evolution strategies")
 
 
@@ -332,6 +336,10 @@ def register(sub) -> None:
                     help="antithetic pairs per iteration (default: from the parameter count, 4 + 3 ln n halved)")
     es.add_argument("--sigma", type=positive_float, default=0.05, help="relative to each layer's mean |W| (0.05)")
     es.add_argument("--lr", type=positive_float, default=0.05, help="step size (0.05)")
+    es.add_argument("--lr-end", type=positive_float, metavar="LR",
+                    help="step-size schedule: from --lr geometrically to LR over --lr-horizon iterations, then LR "
+                         "(default: constant --lr)")
+    es.add_argument("--lr-horizon", type=positive_int, metavar="N", help="iterations of the --lr-end schedule")
     es.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
     es.add_argument("--momentum", type=float, default=0.0, help="sgd momentum (0)")
     es.add_argument("--max-step", type=positive_float, default=1.0, metavar="R",

@@ -44,7 +44,13 @@ problem, with what their setup leaves to chance made explicit:
   mostly noise (an estimate from 2P candidates in thousands of
   dimensions), which the training state carries from one iteration to the
   next and the average leaves out. Training itself is unchanged: the same
-  seed makes the same steps with or without it.
+  seed makes the same steps with or without it;
+- optionally (``lr_end``, ``lr_horizon``) a step size that goes
+  geometrically from ``lr`` to ``lr_end`` over the first ``lr_horizon``
+  iterations and stays there: long steps while the warm start's margins
+  keep most decisions fixed, short ones once the iterate has moved and a
+  step changes many. The schedule counts iterations, not seconds, so a
+  run's bytes never depend on the machine's speed.
 
 Every iteration draws its randomness from ``(seed, iteration)`` and reduces
 results in a fixed order, so the same seed gives the same policy bytes on
@@ -106,6 +112,17 @@ class ESConfig:
     # few dimensions instead of the whole network's thousands; the earlier layers keep the starting policy's
     # weights (its learned features)
     train_layers: int = 0
+    # step-size schedule: lr at iteration 0, geometrically to lr_end at iteration lr_horizon, then lr_end
+    # (lr_end 0: the constant lr)
+    lr_end: float = 0.0
+    lr_horizon: int = 0
+
+
+def step_size(config: ESConfig, iteration: int) -> float:
+    """The step size of iteration ``iteration`` (0-based) under ``config``'s schedule."""
+    if not config.lr_end:
+        return config.lr
+    return float(config.lr * (config.lr_end / config.lr) ** min(iteration / config.lr_horizon, 1.0))
 
 
 def default_pairs(parameters: int) -> int:
@@ -195,6 +212,9 @@ class ESTrainer:
             raise MloptError(f"average must be in [0, 1) (the decay per iteration), got {config.average!r}")
         if config.objective == "module-rank" and config.modules_per_pair:
             raise MloptError("objective module-rank needs one draw for every candidate (not modules_per_pair)")
+        if config.lr_end < 0 or (config.lr_end > 0) != (config.lr_horizon > 0) or config.lr_horizon < 0:
+            raise MloptError("a step-size schedule needs both lr_end > 0 and lr_horizon >= 1 iterations "
+                             f"(got lr_end {config.lr_end!r}, lr_horizon {config.lr_horizon!r})")
         self.template = policy
         self.train = train
         self.validation = validation or []
@@ -287,7 +307,8 @@ class ESTrainer:
             signal = signal - signal.mean(axis=1, keepdims=True)
         shaped = shape_values(signal.reshape(-1), cfg.shaping).reshape(k, 2)
         grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps[kept]).sum(axis=0) / (2 * k * cfg.sigma)
-        update = self._update(grad.astype(np.float32))  # in the normalized space
+        lr = step_size(cfg, i)
+        update = self._update(grad.astype(np.float32), lr)  # in the normalized space
         norm = float(np.linalg.norm(update))
         radius = cfg.sigma * math.sqrt(n)
         ratio = norm / radius
@@ -305,7 +326,7 @@ class ESTrainer:
                    "candidate_delta_min": float(values.min()), "candidate_delta_max": float(values.max()),
                    "candidate_delta_std": float(values.std()),
                    "pair_difference_mean_abs": float(np.abs(values[:, 0] - values[:, 1]).mean()),
-                   "update_norm": norm, "step_ratio": ratio, "step_capped": ratio > cfg.max_step,
+                   "lr": lr, "update_norm": norm, "step_ratio": ratio, "step_capped": ratio > cfg.max_step,
                    "pairs": self.pairs, "pairs_dropped": self.pairs - k, "modules": compiled,
                    "failed_modules": drawn - compiled,
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
@@ -343,15 +364,16 @@ class ESTrainer:
         base = np.array([self.baseline[e.name] for e in chosen], np.float64)[ok]
         return 100.0 * (costs[:, ok].sum(axis=1) - base.sum()) / base.sum(), int(ok.sum())
 
-    def _update(self, grad: np.ndarray) -> np.ndarray:
-        """The ascent step for gradient estimate ``grad`` (normalized space)."""
+    def _update(self, grad: np.ndarray, lr: float) -> np.ndarray:
+        """The ascent step of size ``lr`` for gradient estimate ``grad`` (normalized space)."""
         cfg = self.config
         if cfg.optimizer == "adam":
+            self.adam.lr = lr
             u = np.zeros_like(grad)
             self.adam.step([u], [-grad])
             return u
         self.velocity = (cfg.momentum * self.velocity + grad).astype(np.float32)
-        return cfg.lr * self.velocity
+        return lr * self.velocity
 
     def _save_best(self) -> None:
         best = self.run_dir / "best"
