@@ -351,7 +351,7 @@ def test_averaging_changes_what_a_run_produces_and_not_its_steps(tmp_path):
 def test_the_lr_schedule_steps_geometrically_then_holds_and_a_flat_one_is_the_constant(tmp_path):
     """lr_end/lr_horizon: iteration i steps with lr * (lr_end / lr) ** min(i / horizon, 1), logged as "lr"; the
     first step is the constant-lr run's; a schedule from lr to lr is that run bit for bit; half a schedule is a
-    usage error."""
+    typed error."""
     start = synthetic.warm_start(TRAIN, epochs=3)
 
     def run(name, iterations, **schedule):

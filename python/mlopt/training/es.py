@@ -212,7 +212,7 @@ class ESTrainer:
             raise MloptError(f"average must be in [0, 1) (the decay per iteration), got {config.average!r}")
         if config.objective == "module-rank" and config.modules_per_pair:
             raise MloptError("objective module-rank needs one draw for every candidate (not modules_per_pair)")
-        if config.lr_end < 0 or (config.lr_end > 0) != (config.lr_horizon > 0) or config.lr_horizon < 0:
+        if (config.lr_end or config.lr_horizon) and not (config.lr_end > 0 and config.lr_horizon >= 1):
             raise MloptError("a step-size schedule needs both lr_end > 0 and lr_horizon >= 1 iterations "
                              f"(got lr_end {config.lr_end!r}, lr_horizon {config.lr_horizon!r})")
         self.template = policy
