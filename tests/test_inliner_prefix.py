@@ -8,6 +8,7 @@ import pytest
 import mlopt
 from mlopt.compiler import TextSizeCache
 from mlopt.compiler.compile import PREFIX_BYTES_ENV, default_prefix_bytes
+from tests.support.llvm import debug_info_bitcode
 
 
 @pytest.fixture(scope="module")
@@ -68,16 +69,7 @@ def test_forced_decisions_from_a_resumed_prefix(modules):
 def test_a_module_with_debug_info_is_not_kept(llvm_tools, tmp_path):
     """The bitcode round trip of a module with debug info is not faithful (on the Debian corpus, LLVM 19 lost a
     use of a function in 6 such modules): it is compiled in full every time."""
-    src = tmp_path / "d.c"
-    src.write_text("static int sq(int x) { return x * x; }\n"
-                   "static int add(int a, int b) { int s = 0; for (int i = 0; i < a; i++) s += sq(i) + b; return s; }\n"
-                   "int f(int n) { return add(n, 3) + sq(n); }\n")
-    bc = tmp_path / "d.bc"
-    import subprocess
-
-    subprocess.run([llvm_tools["clang"], "-g", "-Os", "-Xclang", "-disable-llvm-passes", "-c", "-emit-llvm",
-                    str(src), "-o", str(bc)], check=True)
-    m = mlopt.Module(bc, opt_level="Oz", llvm=llvm_tools["major"])
+    m = mlopt.Module(debug_info_bitcode(llvm_tools, tmp_path), opt_level="Oz", llvm=llvm_tools["major"])
     cache = _cache()
     first = mlopt.compile(m, keep_object=True, cache=cache)
     second = mlopt.compile(m, keep_object=True, cache=cache)

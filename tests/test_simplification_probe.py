@@ -3,12 +3,11 @@ SimplificationProbe.h): it measures, on real modules of both LLVM majors,
 what a memo of the inliner walk's function simplification could reuse --
 and changes nothing the compiler does."""
 
-import subprocess
-
 import pytest
 
 import mlopt
 from mlopt.compiler import TextSizeCache
+from tests.support.llvm import debug_info_bitcode
 
 
 @pytest.fixture(scope="module")
@@ -72,13 +71,7 @@ def test_one_flipped_decision_misses_where_it_changed_the_ir(modules):
 
 
 def test_debug_info_is_never_a_hit(llvm_tools, tmp_path):
-    src = tmp_path / "d.c"
-    src.write_text("static int sq(int x) { return x * x; }\n"
-                   "int f(int n) { int s = 0; for (int i = 0; i < n; i++) s += sq(i); return s + sq(n); }\n")
-    bc = tmp_path / "d.bc"
-    subprocess.run([llvm_tools["clang"], "-g", "-Os", "-Xclang", "-disable-llvm-passes", "-c", "-emit-llvm",
-                    str(src), "-o", str(bc)], check=True)
-    m = mlopt.Module(bc, opt_level="Oz", llvm=llvm_tools["major"])
+    m = mlopt.Module(debug_info_bitcode(llvm_tools, tmp_path), opt_level="Oz", llvm=llvm_tools["major"])
     cache = _probed()
     mlopt.compile(m, cache=cache)
     mlopt.compile(m, cache=cache)

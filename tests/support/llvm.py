@@ -24,3 +24,20 @@ def llvm_size_text(llvm_tools, obj) -> int:
     """.text bytes as llvm-size -A lists them (an independent reader)."""
     out = subprocess.run([llvm_tools["llvm-size"], "-A", str(obj)], check=True, capture_output=True, text=True).stdout
     return sum(int(m.group(1)) for m in re.finditer(r"^\.text\S*\s+(\d+)", out, re.M))
+
+
+DEBUG_INFO_SOURCE = ("static int sq(int x) { return x * x; }\n"
+                     "static int add(int a, int b) {\n"
+                     "  int s = 0; for (int i = 0; i < a; i++) s += sq(i) + b; return s;\n"
+                     "}\n"
+                     "int f(int n) { return add(n, 3) + sq(n); }\n")
+
+
+def debug_info_bitcode(llvm_tools, tmp_path):
+    """A small C module with debug info (clang -g), unoptimized bitcode: its path."""
+    src = tmp_path / "d.c"
+    src.write_text(DEBUG_INFO_SOURCE)
+    bc = tmp_path / "d.bc"
+    subprocess.run([llvm_tools["clang"], "-g", "-Os", "-Xclang", "-disable-llvm-passes", "-c", "-emit-llvm",
+                    str(src), "-o", str(bc)], check=True)
+    return bc
