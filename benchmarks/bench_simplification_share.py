@@ -53,6 +53,14 @@ def _delta(after: dict, before: dict) -> dict:
     return {k: after[k] - before[k] for k in after}
 
 
+def _shares(row: dict) -> dict:
+    """Adds the simplification runs' share of ``seconds``, the hits' share of the runs, and their product."""
+    row["simplification_share"] = row["run_seconds"] / row["seconds"] if row["seconds"] > 0 else 0.0
+    row["hit_share"] = row["hit_seconds"] / row["run_seconds"] if row["run_seconds"] else 0.0
+    row["bound"] = row["simplification_share"] * row["hit_share"]
+    return row
+
+
 def _write(policy, d: Path, name: str):
     """The policy as a rollout worker runs it: its .tflite, with its numpy twin for trajectory replay."""
     tfl = d / f"{name}.tflite"
@@ -89,11 +97,9 @@ def _measure(chosen: list, base, args, llvm: int, rng, d: Path, label: str) -> l
                     wall += time.perf_counter() - start
         got = _delta(dict(cache.simplification_probe), before)
         work = wall - got["key_seconds"]
-        row = {"set": label, "round": "base" if r == 0 else r, "rollouts": len(batch) * len(chosen),
-               "ran_llvm": int(got["compiles"]), "seconds": round(work, 2), **{k: round(v, 3) for k, v in got.items()}}
-        row["simplification_share"] = got["run_seconds"] / work if work > 0 else 0.0
-        row["hit_share"] = got["hit_seconds"] / got["run_seconds"] if got["run_seconds"] else 0.0
-        row["bound"] = row["simplification_share"] * row["hit_share"]
+        row = _shares({"set": label, "round": "base" if r == 0 else r, "rollouts": len(batch) * len(chosen),
+                       "ran_llvm": int(got["compiles"]), **{k: round(v, 3) for k, v in got.items()},
+                       "seconds": round(work, 2)})
         rows.append(row)
         print(f"{label} round {row['round']}: {row['ran_llvm']} of {row['rollouts']} rollouts ran LLVM, {work:.1f} s; "
               f"simplification {row['simplification_share']:.1%} of it, hits {row['hit_share']:.1%} of that "
@@ -138,10 +144,8 @@ def main() -> None:
         for label, base, chosen in sets:
             rows += _measure(chosen, base, args, llvm, rng, Path(d), label)
     later = [r for r in rows if r["round"] != "base"]
-    total = {k: sum(r[k] for r in later) for k in ("seconds", "run_seconds", "hit_seconds", "rollouts", "ran_llvm")}
-    total["simplification_share"] = total["run_seconds"] / total["seconds"] if total["seconds"] else 0.0
-    total["hit_share"] = total["hit_seconds"] / total["run_seconds"] if total["run_seconds"] else 0.0
-    total["bound"] = total["simplification_share"] * total["hit_share"]
+    total = _shares({k: sum(r[k] for r in later)
+                     for k in ("seconds", "run_seconds", "hit_seconds", "rollouts", "ran_llvm")})
     print(f"perturbation rounds: simplification {total['simplification_share']:.1%} of LLVM's time, hits "
           f"{total['hit_share']:.1%} of that: a memo saves at most {total['bound']:.1%}")
     print(json.dumps({"llvm": llvm, "run": str(args.run), "rounds": rows, "perturbation_rounds": total}, indent=1))
