@@ -152,7 +152,12 @@ class MLPPolicy:
         return self._normalized(batch), None
 
     def logits(self, batch) -> np.ndarray:
-        return self._forward(self._normalized(batch), self.layers, dense)
+        return self.logits_of_inputs(self._normalized(batch))
+
+    def logits_of_inputs(self, x: np.ndarray) -> np.ndarray:
+        """The decision pass (:func:`dense`'s order, the compiled policy's
+        bits) over already normalized inputs [n, inputs]."""
+        return self._forward(x, self.layers, dense)
 
     def logits_with_slack(self, batch) -> tuple[np.ndarray, np.ndarray]:
         """Fast logits (BLAS: any order of additions, so not bit-exact) and,

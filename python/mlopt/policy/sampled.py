@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import portable_math
 from .mlp import MLPPolicy
 
 
 def action_probabilities(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Row-wise softmax of ``logits / temperature`` in float64."""
+    """Row-wise softmax of ``logits / temperature`` in float64 (the same bits on every CPU)."""
     z = np.asarray(logits, np.float64) / temperature
     z = z - z.max(axis=1, keepdims=True)
-    p = np.exp(z)
+    p = portable_math.exp(z)
     return p / p.sum(axis=1, keepdims=True)
 
 

@@ -133,7 +133,7 @@ def train_bc(ds: TraceDataset, problem, *, hidden: Sequence[int] = (64, 64), epo
     def agreement(idx: np.ndarray) -> float | None:
         if len(idx) == 0:
             return None
-        logits, _ = forward(policy.layers, x_all[idx])
+        logits = policy.logits_of_inputs(x_all[idx])
         return float((np.argmax(logits, axis=1) == labels[idx]).mean())
 
     held_names = [ds.modules[i] for i in held]

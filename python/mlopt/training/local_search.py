@@ -43,7 +43,7 @@ import numpy as np
 
 from ..corpus import CorpusEntry
 from ..errors import MloptError
-from ..policy import MLPPolicy
+from ..policy import MLPPolicy, portable_math
 from ..rollouts import RolloutTask, TraceDataset, run_rollouts
 from .bc import train_bc
 
@@ -110,7 +110,7 @@ def uncertainty_order(policy: MLPPolicy, columns: dict[str, np.ndarray], after: 
         return []
     logits = policy.logits(columns).astype(np.float64)
     logits -= logits.max(axis=1, keepdims=True)
-    probs = np.exp(logits)
+    probs = portable_math.exp(logits)
     probs /= probs.sum(axis=1, keepdims=True)
     top2 = np.sort(probs, axis=1)[:, -2:]
     gap = top2[:, 1] - top2[:, 0]

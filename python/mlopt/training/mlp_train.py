@@ -1,12 +1,19 @@
 """Gradient training of an :class:`MLPPolicy`'s layers in numpy: softmax
-cross-entropy over the problem's actions, Adam. Deterministic for a seed
-(float32 arithmetic, fixed batch order)."""
+cross-entropy over the problem's actions, Adam. Deterministic for a seed,
+on every CPU: float32 arithmetic, a fixed batch order, matrix products
+summed in one fixed order (:func:`mlopt.policy.dense.matmul`, not BLAS,
+whose kernel depends on the CPU) and a softmax through
+:mod:`mlopt.policy.portable_math`. The cost: BC on the 37-package trace
+(222,711 rows, 20 epochs) takes about ten times BLAS's time."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import numpy as np
+
+from ..policy import portable_math
+from ..policy.dense import matmul
 
 
 class Adam:
@@ -34,7 +41,7 @@ def forward(layers, h: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     inputs = []
     for i, (w, b) in enumerate(layers):
         inputs.append(h)
-        h = h @ w.T + b
+        h = matmul(h, w.T) + b
         if i + 1 < len(layers):
             h = np.maximum(h, 0)
     return h, inputs
@@ -54,11 +61,11 @@ def loss_and_grads(layers, h: np.ndarray, labels: np.ndarray, weights: np.ndarra
     if penalty is not None:
         logits = logits + penalty
     z = logits - logits.max(axis=1, keepdims=True)
-    p = np.exp(z)
+    p = portable_math.exp(z).astype(np.float32)
     p /= p.sum(axis=1, keepdims=True)
     n = len(labels)
     wts = np.ones(n, np.float32) if weights is None else weights.astype(np.float32)
-    loss = float(-(np.log(p[np.arange(n), labels] + 1e-12) * wts).sum() / wts.sum())
+    loss = float(-(portable_math.log(p[np.arange(n), labels] + 1e-12) * wts).sum() / wts.sum())
     d = p
     d[np.arange(n), labels] -= 1
     d *= (wts / wts.sum())[:, None]
@@ -72,9 +79,9 @@ def backward(layers, inputs: list[np.ndarray], d: np.ndarray) -> list[tuple[np.n
     for i in range(len(layers) - 1, -1, -1):
         w, _ = layers[i]
         x = inputs[i]
-        grads.append((d.T @ x, d.sum(axis=0)))
+        grads.append((matmul(d.T, x), d.sum(axis=0)))
         if i:
-            d = (d @ w) * (x > 0)
+            d = matmul(d, w) * (x > 0)
     grads.reverse()
     return grads
 

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MloptError
-from ..policy import MLPPolicy
+from ..policy import MLPPolicy, portable_math
 from ..rollouts.sampler import SizeStratifiedSampler
 from .checkpoint import decoded_json, encoded_json, load_checkpoint, save_checkpoint
 from .environment import CompilerEnvironment, first_failure, rollout_seed, total_delta_percent
@@ -91,7 +91,7 @@ def _logits(layers, x: np.ndarray, penalty: np.ndarray | None):
 def log_softmax(z: np.ndarray) -> np.ndarray:
     z = z - z.max(axis=1, keepdims=True)
     with np.errstate(divide="ignore"):
-        return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return z - portable_math.log(portable_math.exp(z).sum(axis=1, keepdims=True))
 
 
 def surrogate_and_grads(layers, batch: Batch, rows: np.ndarray, clip: float, entropy: float,
@@ -103,10 +103,10 @@ def surrogate_and_grads(layers, batch: Batch, rows: np.ndarray, clip: float, ent
     logits, inputs, grouped = _logits(layers, x, pen)
     n = len(rows)
     logp_all = log_softmax(logits / temperature)
-    p = np.exp(logp_all)
+    p = portable_math.exp(logp_all)
     a = batch.actions[rows]
     logp = logp_all[np.arange(n), a]
-    ratio = np.exp(logp - batch.old_logp[rows])
+    ratio = portable_math.exp(logp - batch.old_logp[rows])
     adv = batch.advantages[rows].astype(np.float64)
     clipped = np.clip(ratio, 1 - clip, 1 + clip)
     surrogate = np.minimum(ratio * adv, clipped * adv)
@@ -133,7 +133,7 @@ def kl_from_sampling(layers, batch: Batch, temperature: float = 1.0) -> float:
     logits, _, _ = _logits(layers, batch.x, batch.penalty)
     logp = log_softmax(logits / temperature)[np.arange(len(batch.actions)), batch.actions]
     log_ratio = logp - batch.old_logp
-    return float(np.mean(np.expm1(log_ratio) - log_ratio))
+    return float(np.mean((portable_math.exp(log_ratio) - 1.0) - log_ratio))
 
 
 class PPOTrainer:
