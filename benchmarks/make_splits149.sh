@@ -21,9 +21,6 @@ if [ ! -f larger2.txt ]; then
   cat "$here/../python/mlopt/corpus/debian_packages.txt" "$here/debian_extra_packages.txt" > larger2.txt
 fi
 if [ ! -f larger2/corpus_description.json ]; then
-  # tiff builds only where sphinx is installed (its entry in debian_extra_packages.txt says why); until the
-  # corpus builder stops depending on what the machine has, install it so the split has all 149 packages
-  command -v sphinx-build >/dev/null || { step "installing python3-sphinx (tiff)"; apt-get install -y -q python3-sphinx >/dev/null; }
   step "corpus larger2 (176 packages; packages built before are taken from mlopt's cache)"
   mlopt corpus debian --list larger2.txt -o larger2 --jobs 2 --llvm 19 --quiet
 fi

@@ -150,3 +150,27 @@ def test_build_failure_reason_and_object_selection(tmp_path):
         (tmp_path / rel).write_bytes(b"")
     objects = {o.name: o.path.relative_to(tmp_path).as_posix() for o in _package_objects(tmp_path)}
     assert objects == {"src/a.o": "src/.libs/a.o", "src/b.o": "src/b.o", "lib/testutil/ok.o": "lib/testutil/ok.o"}
+
+
+def test_a_build_missing_only_its_documentation_is_recognized():
+    """dh_install's own lines (debhelper 13.11) from tiff 4.5.0-6+deb12u4
+    built under nodoc without sphinx: man pages listed, not built. Anything
+    else missing, or another failure, is not retried."""
+    from mlopt.corpus.debian import missing_doc_files
+
+    tiff = "\n".join([
+        "dh_install -X.la",
+        'dh_install: warning: Cannot find (any matches for) "debian/tmp/usr/share/man/man3" (tried in ., debian/tmp)',
+        "", "dh_install: warning: libtiff-dev missing files: debian/tmp/usr/share/man/man3",
+        'dh_install: warning: Cannot find (any matches for) "debian/tmp/usr/share/man/man1" (tried in ., debian/tmp)',
+        "", "dh_install: warning: libtiff-tools missing files: debian/tmp/usr/share/man/man1",
+        "dh_install: warning: libtiff-opengl missing files: debian/tmp/usr/share/man/man1/tiffgt.1",
+        "dh_install: error: missing files, aborting",
+        "make[1]: *** [debian/rules:26: override_dh_install] Error 25",
+        "make: *** [debian/rules:36: binary-arch] Error 2"])
+    assert missing_doc_files(tiff) == ["debian/tmp/usr/share/man/man3", "debian/tmp/usr/share/man/man1",
+                                       "debian/tmp/usr/share/man/man1/tiffgt.1"]
+    library = tiff.replace("debian/tmp/usr/share/man/man3", "debian/tmp/usr/lib/*/libtiff.so.6")
+    assert missing_doc_files(library) == []  # a library not built is a real failure
+    assert missing_doc_files(tiff.replace("dh_install: error: missing files, aborting", "")) == []
+    assert missing_doc_files("a.c:3:1: error: unknown type\nmake: *** [all] Error 2") == []

@@ -13,7 +13,13 @@ Per package, in its own working directory under the cache
 3. **build** ``dpkg-buildpackage -B -uc -us`` with ``CC``/``CXX`` =
    ``clang-N``/``clang++-N``, ``DEB_CFLAGS_SET``/``DEB_CXXFLAGS_SET`` = the
    flags, ``DEB_BUILD_OPTIONS=nocheck nodoc noautodbgsym``, profiles
-   ``nocheck nodoc``, LTO off; a time limit per package;
+   ``nocheck nodoc``, LTO off; a time limit per package. A package whose
+   ``.install`` files list its man pages or manuals although ``nodoc``
+   left them unbuilt (``dh_install: missing files``, only documentation
+   missing) is built once more from a fresh tree after ``apt-get
+   build-dep -P nocheck`` installed its documentation tools too, so
+   whether it builds does not depend on what the machine had installed
+   (tiff 4.5.0 and sphinx); its result says ``doc_build_deps``;
 4. **extract** every object of the build tree carrying ``.llvmbc`` and
    ``.llvmcmd`` (libtool's PIC object kept where it built two of one source;
    objects under test, example and benchmark directories left out), with
@@ -118,6 +124,7 @@ class PackageResult:
     shipped: dict[str, int] = field(default_factory=dict)  # ELF file -> .text
     build_seconds: float = 0.0  # wall time of fetch + build + extract
     cpu_seconds: float = 0.0  # CPU time of the build's processes
+    doc_build_deps: bool = False  # built on the second try, with the documentation's build dependencies
     cached: bool = False
     workdir: str = ""
 
@@ -144,7 +151,7 @@ class PackageResult:
         return {**entry, "source_sha256": self.source_sha256, "modules": len(self.modules),
                 "text": sum(self.module_text.get(m, 0) for m in self.modules), "languages": langs,
                 "shipped_text": sum(self.shipped.values()), "build_seconds": round(self.build_seconds, 1),
-                "cpu_seconds": round(self.cpu_seconds, 1)}
+                "cpu_seconds": round(self.cpu_seconds, 1), **({"doc_build_deps": True} if self.doc_build_deps else {})}
 
 
 def read_package_list(path: str | os.PathLike = LIST_FILE) -> list[PackageSpec]:
@@ -192,6 +199,21 @@ def build_failure(log: str, first: int = 4, last: int = 4) -> str:
                       *(ln[:400] for ln in tail)])
 
 
+_MISSING = re.compile(r"^dh_install: warning: \S+ missing files: (.+)$", re.M)
+_DOC_FILE = re.compile(r"(^|/)(man|doc|info|html|gtk-doc|devhelp)(/|$)|\.(html|pdf|info)(\.gz)?$")
+
+
+def missing_doc_files(log: str) -> list[str]:
+    """What a failed build's ``dh_install`` could not find, when that is
+    what failed it and every missing file is documentation (man pages,
+    manuals, HTML, info): the mark of a ``.install`` that lists what the
+    ``nodoc`` profile did not build. ``[]`` otherwise."""
+    if "dh_install: error: missing files, aborting" not in log:
+        return []
+    files = [f for m in _MISSING.finditer(log) for f in m.group(1).split()]
+    return files if files and all(_DOC_FILE.search(f) for f in files) else []
+
+
 def _elf_type(path: Path) -> int | None:
     try:
         with open(path, "rb") as f:
@@ -229,6 +251,7 @@ class PackageBuilder:
         self.key = key
         self.source_sha256 = ""
         self.cpu_seconds = 0.0
+        self.doc_build_deps = False
         self.prepare_seconds = 0.0
 
     @property
@@ -289,18 +312,42 @@ class PackageBuilder:
         if len(dsc) != 1:
             raise _StageError("fetch", f"apt-get source gave {len(dsc)} .dsc files in {src}")
         self.source_sha256 = apt_sources.file_sha256(dsc[0])
+        self.install_build_deps("nocheck,nodoc")
+        return self.unpack()
+
+    def install_build_deps(self, profiles: str) -> None:
         cmd = ["apt-get", "build-dep", "-y", "-qq", "--no-remove", "-o", "DPkg::Lock::Timeout=900", "--arch-only",
-               "-P", "nocheck,nodoc", f"{self.spec.name}={self.version}"]
+               "-P", profiles, f"{self.spec.name}={self.version}"]
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         r = subprocess.run(apt_sources.as_root(cmd), capture_output=True, text=True, errors="replace", env=env)
         if r.returncode != 0:
             raise _StageError("build-dep", _tail(r.stderr or r.stdout, 6))
+
+    def unpack(self) -> Path:
+        """A fresh source tree ``src/tree`` from the fetched ``.dsc``."""
+        src = self.workdir / "src"
+        dsc = sorted(src.glob("*.dsc"))
         tree = src / "tree"
+        shutil.rmtree(tree, ignore_errors=True)
         r = subprocess.run(["dpkg-source", "-x", dsc[0].name, "tree"], cwd=src, capture_output=True, text=True,
                            errors="replace")
         if r.returncode != 0 or not tree.is_dir():
             raise _StageError("fetch", "dpkg-source -x: " + _tail(r.stderr or r.stdout, 4))
         return tree
+
+    def build_with_docs_if_needed(self, tree: Path) -> Path:
+        """:meth:`build`; when only documentation was missing, once more
+        from a fresh tree with the documentation's build dependencies."""
+        try:
+            return self.build(tree)
+        except CorpusError as e:
+            log = self.workdir / "build.log"
+            if getattr(e, "stage", "") != "build" or not missing_doc_files(log.read_text(errors="replace")):
+                raise
+            os.replace(log, self.workdir / "build-nodoc.log")
+        self.install_build_deps("nocheck")
+        self.doc_build_deps = True
+        return self.build(self.unpack())
 
     def compiler_shims(self) -> Path:
         """A directory of ``gcc``/``g++``/``cc``/``c++`` (and triplet-named)
@@ -356,7 +403,7 @@ class PackageBuilder:
             finally:
                 timer.cancel()
             proc.returncode = rc = os.waitstatus_to_exitcode(status)
-            self.cpu_seconds = usage.ru_utime + usage.ru_stime
+            self.cpu_seconds += usage.ru_utime + usage.ru_stime
             if timed_out.is_set():
                 raise _StageError("build", f"no result after {self.config.timeout:.0f} s (time limit)")
         if rc != 0:
@@ -382,8 +429,8 @@ class PackageBuilder:
 
     def run_build(self, tree: Path, started: float) -> PackageResult:
         try:
-            self.build(tree)
-            modules, text, lang, shipped = self.extract(tree)
+            self.build_with_docs_if_needed(tree)
+            modules, text, lang, shipped = self.extract(self.workdir / "src" / "tree")
         except (OSError, CorpusError) as e:
             return self.failed(getattr(e, "stage", "extract"), getattr(e, "reason", str(e)), started)
         finally:
@@ -392,7 +439,7 @@ class PackageBuilder:
         result = PackageResult(self.spec.name, self.version, "built", source_sha256=self.source_sha256,
                                modules=modules, module_text=text, module_language=lang, shipped=shipped,
                                build_seconds=time.monotonic() - started, cpu_seconds=self.cpu_seconds,
-                               workdir=str(self.workdir))
+                               doc_build_deps=self.doc_build_deps, workdir=str(self.workdir))
         self._save(result)
         return result
 
