@@ -337,9 +337,11 @@ class PackageBuilder:
 
     def build_with_docs_if_needed(self, tree: Path) -> Path:
         """:meth:`build`; when only documentation was missing, once more
-        from a fresh tree with the documentation's build dependencies."""
+        from a fresh tree with the documentation's build dependencies.
+        Returns the tree that built."""
         try:
-            return self.build(tree)
+            self.build(tree)
+            return tree
         except CorpusError as e:
             log = self.workdir / "build.log"
             if getattr(e, "stage", "") != "build" or not missing_doc_files(log.read_text(errors="replace")):
@@ -347,7 +349,9 @@ class PackageBuilder:
             os.replace(log, self.workdir / "build-nodoc.log")
         self.install_build_deps("nocheck")
         self.doc_build_deps = True
-        return self.build(self.unpack())
+        tree = self.unpack()
+        self.build(tree)
+        return tree
 
     def compiler_shims(self) -> Path:
         """A directory of ``gcc``/``g++``/``cc``/``c++`` (and triplet-named)
@@ -429,8 +433,7 @@ class PackageBuilder:
 
     def run_build(self, tree: Path, started: float) -> PackageResult:
         try:
-            self.build_with_docs_if_needed(tree)
-            modules, text, lang, shipped = self.extract(self.workdir / "src" / "tree")
+            modules, text, lang, shipped = self.extract(self.build_with_docs_if_needed(tree))
         except (OSError, CorpusError) as e:
             return self.failed(getattr(e, "stage", "extract"), getattr(e, "reason", str(e)), started)
         finally:

@@ -43,7 +43,8 @@ import numpy as np
 
 from ..corpus import CorpusEntry
 from ..errors import MloptError
-from ..policy import MLPPolicy, portable_math
+from ..policy import MLPPolicy
+from ..policy.sampled import action_probabilities
 from ..rollouts import RolloutTask, TraceDataset, run_rollouts
 from .bc import train_bc
 
@@ -108,10 +109,7 @@ def uncertainty_order(policy: MLPPolicy, columns: dict[str, np.ndarray], after: 
     n = len(columns[policy.problem.decision.name]) if columns else 0
     if n <= after + 1:
         return []
-    logits = policy.logits(columns).astype(np.float64)
-    logits -= logits.max(axis=1, keepdims=True)
-    probs = portable_math.exp(logits)
-    probs /= probs.sum(axis=1, keepdims=True)
+    probs = action_probabilities(policy.logits(columns))
     top2 = np.sort(probs, axis=1)[:, -2:]
     gap = top2[:, 1] - top2[:, 0]
     positions = np.arange(after + 1, n)

@@ -4,7 +4,7 @@ on every CPU: float32 arithmetic, a fixed batch order, matrix products
 summed in one fixed order (:func:`mlopt.policy.dense.matmul`, not BLAS,
 whose kernel depends on the CPU) and a softmax through
 :mod:`mlopt.policy.portable_math`. The cost: BC on the 37-package trace
-(222,711 rows, 20 epochs) takes about ten times BLAS's time."""
+(222,711 rows, 20 epochs) takes 7.7 times BLAS's time (33 s)."""
 
 from __future__ import annotations
 
