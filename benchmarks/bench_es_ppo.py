@@ -40,6 +40,7 @@ from mlopt.training.environment import CompilerEnvironment, total_delta_percent
 from mlopt.training.es import OBJECTIVES, ESConfig, ESTrainer
 from mlopt.training.ppo import PPOConfig, PPOTrainer
 from mlopt.training.run_dir import open_run
+from mlopt.training.sigma_calibration import calibrate_sigma, flip_probe, module_flip_share
 from mlopt.workers import make_pool
 
 
@@ -85,6 +86,27 @@ def _percent(metrics: dict) -> str:
     return "-" if v is None else f"{v:+.3f}%"
 
 
+def _calibrated_sigma(args, init, trace) -> tuple[float, dict]:
+    """ES's sigma for ``init`` from --es-flip-share, or from --es-flip-reference's share at --es-sigma
+    (the same modules and perturbation draws, 16 per sigma)."""
+    if args.es_flip_share is not None and args.es_flip_reference is not None:
+        raise SystemExit("--es-flip-share and --es-flip-reference: one or the other")
+    start = time.perf_counter()
+    report = {}
+    target = args.es_flip_share
+    if args.es_flip_reference is not None:
+        reference = load_weights(args.es_flip_reference)
+        ref_probe = flip_probe(reference, trace.columns, trace.module_rows)
+        target = module_flip_share(reference, ref_probe, args.es_sigma, samples=16, train_layers=args.es_train_layers)
+        report["reference"] = {"policy": str(args.es_flip_reference), "sigma": args.es_sigma, "share": target}
+    probe = flip_probe(init, trace.columns, trace.module_rows)
+    cal = calibrate_sigma(init, probe, target, start=args.es_sigma, samples=16, train_layers=args.es_train_layers)
+    report.update(sigma=cal.sigma, share=cal.share, below=cal.below, target=cal.target, modules=cal.modules,
+                  rows=cal.rows, samples=cal.samples, evaluations=cal.evaluations,
+                  seconds=time.perf_counter() - start)
+    return cal.sigma, report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("splits", type=Path)
@@ -102,6 +124,15 @@ def main() -> None:
                     help="ES's step goes geometrically from --es-lr to LR in --es-lr-horizon iterations (0: constant)")
     ap.add_argument("--es-lr-horizon", type=int, default=ESConfig.lr_horizon, metavar="N")
     ap.add_argument("--es-sigma", type=float, default=ESConfig.sigma)
+    ap.add_argument("--es-flip-share", type=float, default=None, metavar="S",
+                    help="instead of --es-sigma: the sigma whose perturbations change the share S of the training "
+                         "modules (on their trace; mlopt.training.sigma_calibration)")
+    ap.add_argument("--es-flip-reference", type=Path, default=None, metavar="NPZ",
+                    help="instead of --es-sigma: the sigma whose perturbations change as many training modules as "
+                         "this policy's do at --es-sigma")
+    ap.add_argument("--es-lr-follows-sigma", action="store_true",
+                    help="with a calibrated sigma: scale --es-lr (and --es-lr-end) by sigma / --es-sigma, so that a "
+                         "step of the same gradient estimate moves the weights as far as at --es-sigma")
     ap.add_argument("--es-pairs", type=int, default=None, help="antithetic pairs (default: from the parameter count)")
     ap.add_argument("--es-average", type=float, default=ESConfig.average, metavar="D",
                     help="ES produces the moving average of its iterates (decay D per iteration; 0: the iterate)")
@@ -142,6 +173,8 @@ def main() -> None:
             ds = trace_corpus(args.splits / s, pool=pool, quiet=True)
             results["llvm_version"] = ds.meta["llvm"]
             baseline.update({m: float(v) for m, v in zip(ds.modules, ds.text_size)})
+            if s == "train":
+                train_trace = ds
             if s == "train" and args.hidden is not None:
                 init, agreement = distill(init, ds.columns, args.hidden, seed=args.seed)
                 results["distilled"] = {"hidden": list(args.hidden), "agreement_with_bc": agreement}
@@ -159,11 +192,17 @@ def main() -> None:
                 run = open_run(run_dir, force=True)  # a fresh run: nothing of an older one is resumed
                 run.write_config({"kind": name, "benchmark": "bench_es_ppo", "seed": args.seed})
             if name == "es":
+                sigma, lr = args.es_sigma, args.es_lr
+                if args.es_flip_share is not None or args.es_flip_reference is not None:
+                    sigma, results["es_sigma_calibration"] = _calibrated_sigma(args, init, train_trace)
+                    if args.es_lr_follows_sigma:
+                        lr = results["es_sigma_calibration"]["lr"] = args.es_lr * sigma / args.es_sigma
+                    print("sigma", json.dumps(results["es_sigma_calibration"]), flush=True)
                 per_pair = {"modules_per_pair": args.es_modules_per_pair} if args.es_modules_per_pair else {}
-                cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=args.es_lr,
-                               sigma=args.es_sigma, perturbations=args.es_pairs, objective=args.es_objective,
+                cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=lr,
+                               sigma=sigma, perturbations=args.es_pairs, objective=args.es_objective,
                                average=args.es_average, skip_largest=args.es_skip_largest, momentum=args.es_momentum,
-                               train_layers=args.es_train_layers, lr_end=args.es_lr_end,
+                               train_layers=args.es_train_layers, lr_end=args.es_lr_end * lr / args.es_lr,
                                lr_horizon=args.es_lr_horizon, validate_every=args.validate_every,
                                keep_validated=True, **per_pair)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],

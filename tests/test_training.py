@@ -292,6 +292,13 @@ def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, cap
     for name in ("checkpoint.npz", "best/policy.npz", "policy.npz"):
         with np.load(tmp_path / "es" / name) as forced, np.load(tmp_path / "es_new" / name) as new:
             assert forced.files == new.files and all(np.array_equal(forced[k], new[k]) for k in new.files), name
+    # --flip-share: sigma from the training trace, recorded, and found again (the same bits) on --resume
+    flip = [*args[:5], "-o", str(tmp_path / "es_flip"), *args[7:], "--flip-share", "0.5"]
+    assert main([*flip, "--iterations", "1"]) == 0
+    config = json.loads((tmp_path / "es_flip" / "config.json").read_text())
+    calibration = config["sigma_calibration"]
+    assert calibration["share"] >= 0.5 and config["sigma"] == calibration["sigma"] != 0.05
+    assert main([*flip, "--iterations", "2", "--resume"]) == 0
 
 
 @pytest.mark.llvm

@@ -78,7 +78,7 @@ def cmd_train_bc(args) -> int:
 # --- es / ppo: the rollout trainers (owned by the es-ppo work; one flow for both) ---------------------------
 
 
-def _rollout_trainer(args, kind: str, cfg, make_trainer, describe) -> int:
+def _rollout_trainer(args, kind: str, cfg, make_trainer, describe, prepare=None) -> int:
     from pathlib import Path
 
     from .._native import default_llvm
@@ -106,11 +106,13 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe) -> int:
             policy, agreement = distill(policy, trace_corpus(args.corpus, pool=pool, quiet=True).columns,
                                         args.hidden, seed=args.seed)
             distilled = {"hidden": list(args.hidden), "agreement_with_init": agreement}
+        train = [e for e in train if e.name in baseline]
+        prepared = prepare(policy, train, pool) if prepare else {}
         if not run.resumed:
             run.write_config({"kind": kind, "corpus": args.corpus, "validation": args.validation, "init": str(init),
                               "problem": problem.name, "distilled": distilled, "excluded": list(args.exclude),
-                              **cfg.__dict__})
-        trainer = make_trainer(policy, [e for e in train if e.name in baseline], baseline, out, cfg,
+                              **prepared, **cfg.__dict__})
+        trainer = make_trainer(policy, train, baseline, out, cfg,
                                validation=[e for e in validation if e.name in baseline], pool=pool)
         if run.resumed:
             trainer.resume()
@@ -155,7 +157,34 @@ def cmd_train_es(args) -> int:
                    buckets=args.buckets, average=args.average, skip_largest=args.skip_largest,
                    train_layers=args.train_layers, lr_end=args.lr_end or 0.0, lr_horizon=args.lr_horizon or 0,
                    validate_every=args.validate_every)
-    return _rollout_trainer(args, "es", cfg, ESTrainer, "evolution strategies")
+    prepare = None
+    if args.flip_share is not None:
+        def prepare(policy, train, pool) -> dict:
+            cfg.sigma, calibration = _flip_share_sigma(policy, args, train, pool, cfg)
+            return {"sigma_calibration": calibration}
+    return _rollout_trainer(args, "es", cfg, ESTrainer, "evolution strategies", prepare)
+
+
+def _flip_share_sigma(policy, args, train: list, pool, cfg) -> tuple[float, dict]:
+    """ES's sigma for --flip-share, on the training modules' trace (the same bits on any machine)."""
+    import numpy as np
+
+    from ..rollouts import trace_corpus
+    from ..training.sigma_calibration import calibrate_sigma, flip_probe
+
+    ds = trace_corpus(args.corpus, pool=pool, quiet=True)
+    keep = {e.name for e in train}  # not the --exclude'd packages
+    chosen = [i for i, m in enumerate(ds.modules) if m in keep]
+    index = np.concatenate([np.arange(ds.module_rows[i], ds.module_rows[i + 1]) for i in chosen] or [[]]).astype(int)
+    rows = np.concatenate([[0], np.cumsum([ds.module_rows[i + 1] - ds.module_rows[i] for i in chosen])]).astype(int)
+    probe = flip_probe(policy, {k: v[index] for k, v in ds.columns.items()}, rows, seed=0)
+    cal = calibrate_sigma(policy, probe, args.flip_share, start=args.sigma, samples=16,
+                          train_layers=cfg.train_layers)
+    if not args.quiet:
+        print(f"sigma {cal.sigma:.4g}: its perturbations change {100 * cal.share:.2f}% of {cal.modules} training "
+              f"modules (target {100 * args.flip_share:.2f}%)", file=sys.stderr)
+    return cal.sigma, {"sigma": cal.sigma, "share": cal.share, "target": cal.target, "modules": cal.modules,
+                       "rows": cal.rows, "samples": cal.samples}
 
 
 def cmd_train_ppo(args) -> int:
@@ -335,6 +364,10 @@ def register(sub) -> None:
     es.add_argument("--perturbations", type=positive_int, metavar="PAIRS",
                     help="antithetic pairs per iteration (default: from the parameter count, 4 + 3 ln n halved)")
     es.add_argument("--sigma", type=positive_float, default=0.05, help="relative to each layer's mean |W| (0.05)")
+    es.add_argument("--flip-share", type=fraction, metavar="S",
+                    help="instead of a fixed --sigma: the sigma at which the perturbations change at least one "
+                         "decision in the share S of the training modules (e.g. 0.06; on their trace, the same on "
+                         "any machine; --sigma is where the search starts)")
     es.add_argument("--lr", type=positive_float, default=0.05, help="step size (0.05)")
     es.add_argument("--lr-end", type=positive_float, metavar="LR",
                     help="step-size schedule: from --lr geometrically to LR over --lr-horizon iterations, then LR "
