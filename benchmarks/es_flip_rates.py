@@ -9,7 +9,11 @@ later ones are on features the heuristic's trajectory had).
     python3 benchmarks/es_flip_rates.py POLICY.npz TRACE.npz CORPUS [--sigma 0.05,0.05,0.05] [--samples 8]
 
 Also prints, per language, quantiles of |logit difference| (the policy's
-margin at its logged sites). Numpy only: no compile."""
+margin at its logged sites). With ``--calibrate S`` (repeatable), also
+:mod:`mlopt.training.sigma_calibration`'s measure (16 perturbations, a
+fixed subset of ~130,000 decisions, all languages, exact decisions) at
+sigma 0.05 and 0.1, and the sigma whose perturbations change the share S
+of the modules (``mlopt train es --flip-share S``). Numpy only: no compile."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from mlopt.corpus.manifest import read_manifest
 from mlopt.problems import load_weights
 from mlopt.rollouts.dataset import TraceDataset
 from mlopt.training.es import flatten, layer_scale, unflatten
+from mlopt.training.sigma_calibration import calibrate_sigma, flip_probe, module_flip_share
 
 
 def main() -> None:
@@ -31,6 +36,8 @@ def main() -> None:
     ap.add_argument("--sigma", action="append", default=None, metavar="S1,S2,...",
                     help="sigma per layer, relative to its mean |W| (repeatable; default 0.05 for every layer)")
     ap.add_argument("--samples", type=int, default=8)
+    ap.add_argument("--calibrate", type=float, action="append", default=[], metavar="S",
+                    help="also the sigma whose perturbations change the share S of the modules")
     args = ap.parse_args()
     policy = load_weights(args.policy)
     ds = TraceDataset.load(args.trace)
@@ -63,6 +70,15 @@ def main() -> None:
         print(f"sigma {per_layer}: " + "; ".join(
             f"{language}: {100 * m:.2f}% of modules changed, {100 * s:.2f}% of sites"
             for language, (m, s) in ((k, np.mean(v, axis=0)) for k, v in shares.items())))
+
+    if args.calibrate:
+        probe = flip_probe(policy, ds.columns, ds.module_rows)
+        shares = {sg: module_flip_share(policy, probe, sg, samples=16) for sg in (0.05, 0.1)}
+        print(f"calibration probe ({probe.modules} modules, {len(probe.owner)} decisions, 16 perturbations): "
+              + ", ".join(f"sigma {sg:g}: {100 * v:.2f}% of modules changed" for sg, v in shares.items()))
+        for target in args.calibrate:
+            cal = calibrate_sigma(policy, probe, target, samples=16)
+            print(f"share {100 * target:.2f}%: sigma {cal.sigma:.4f} ({100 * cal.share:.2f}%)")
 
 
 if __name__ == "__main__":
