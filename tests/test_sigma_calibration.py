@@ -89,3 +89,11 @@ def test_fast_decisions_equal_the_decision_pass_on_perturbed_policies(policy, pr
     # a tie: every logit equal, so every row is decided by the pass (argmax: the first action)
     tied = unflatten(policy, np.zeros_like(theta))
     assert np.array_equal(decisions(tied, probe.batch), np.zeros(len(probe.owner), np.int64))
+
+
+def test_the_probe_takes_only_the_modules_it_is_given(policy):
+    columns, rows = _trace(MODULES)
+    among = list(range(0, len(MODULES), 3))
+    probe = flip_probe(policy, columns, rows, rows=10**6, among=among)  # a budget above every row: all of them
+    assert probe.modules == len(among) and len(probe.owner) == sum(len(MODULES[i].x) for i in among)
+    assert np.array_equal(probe.batch["x0"], np.concatenate([MODULES[i].x[:, :1] for i in among]))

@@ -167,17 +167,12 @@ def cmd_train_es(args) -> int:
 
 def _flip_share_sigma(policy, args, train: list, pool, cfg) -> tuple[float, dict]:
     """ES's sigma for --flip-share, on the training modules' trace (the same bits on any machine)."""
-    import numpy as np
-
     from ..rollouts import trace_corpus
     from ..training.sigma_calibration import calibrate_sigma, flip_probe
 
     ds = trace_corpus(args.corpus, pool=pool, quiet=True)
     keep = {e.name for e in train}  # not the --exclude'd packages
-    chosen = [i for i, m in enumerate(ds.modules) if m in keep]
-    index = np.concatenate([np.arange(ds.module_rows[i], ds.module_rows[i + 1]) for i in chosen] or [[]]).astype(int)
-    rows = np.concatenate([[0], np.cumsum([ds.module_rows[i + 1] - ds.module_rows[i] for i in chosen])]).astype(int)
-    probe = flip_probe(policy, {k: v[index] for k, v in ds.columns.items()}, rows, seed=0)
+    probe = flip_probe(policy, ds.columns, ds.module_rows, among=[i for i, m in enumerate(ds.modules) if m in keep])
     cal = calibrate_sigma(policy, probe, args.flip_share, start=args.sigma, samples=16,
                           train_layers=cfg.train_layers)
     if not args.quiet:

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._native import core
 from .batching import feature_columns
+from .mlp import unsure_rows
 
 
 class LoadedPolicy:
@@ -68,13 +69,9 @@ class LoadedPolicy:
         if self.twin is None:
             return self.evaluate(batch)[self.problem.decision.name]
         logits, slack = self.twin.logits_with_slack(batch)
-        n, actions = logits.shape
-        order = np.argsort(-logits, axis=1, kind="stable")
-        decisions = order[:, 0].astype(np.int64)
-        unsure = np.zeros(n, bool)
-        if actions > 1:  # NaN leads are unsure too
-            rows, top, second = np.arange(n), order[:, 0], order[:, 1]
-            unsure = ~(logits[rows, top] - logits[rows, second] > slack[rows, top] + slack[rows, second])
+        n = len(logits)
+        decisions = np.argsort(-logits, axis=1, kind="stable")[:, 0].astype(np.int64)
+        unsure = unsure_rows(logits, slack)  # NaN leads are unsure too
         if unsure.any():
             picked = np.flatnonzero(unsure)
             cols = feature_columns(batch, self.problem.features)

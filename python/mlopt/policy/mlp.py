@@ -37,6 +37,19 @@ from .vocab import Vocab
 SLACK = 1e-3
 
 
+def unsure_rows(logits: np.ndarray, slack: np.ndarray) -> np.ndarray:
+    """Per row of :meth:`MLPPolicy.logits_with_slack`'s (logits, slack): True where the
+    top logit does not lead the second by more than both slacks (ties and NaN
+    included), so an evaluation in another order might pick another action; False
+    where every order picks ``argmax(logits)``."""
+    n, actions = logits.shape
+    if actions < 2:
+        return np.zeros(n, bool)
+    order = np.argsort(-logits, axis=1, kind="stable")
+    rows, top, second = np.arange(n), order[:, 0], order[:, 1]
+    return ~(logits[rows, top] - logits[rows, second] > slack[rows, top] + slack[rows, second])
+
+
 def _blas_dense(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (np.asarray(x, np.float32) @ np.asarray(w, np.float32).T + np.asarray(b, np.float32)).astype(np.float32)
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import MloptError
 from ..policy import MLPPolicy
+from ..policy.mlp import unsure_rows
 from .es import flatten, layer_scale, trained_mask, unflatten
 
 
@@ -61,13 +62,16 @@ class SigmaCalibration:
 
 
 def flip_probe(policy: MLPPolicy, columns: dict, module_rows: np.ndarray, *, rows: int = 131072,
-               seed: int = 0) -> FlipProbe:
+               seed: int = 0, among=None) -> FlipProbe:
     """The probe of ``policy`` on a trace (``columns`` and ``module_rows`` as in
-    :class:`~mlopt.rollouts.dataset.TraceDataset`): modules with a decision, in a
-    permutation drawn from ``seed``, until ``rows`` decisions (at least one module)."""
+    :class:`~mlopt.rollouts.dataset.TraceDataset`): modules with a decision (of the
+    module indices ``among``, default all), in a permutation drawn from ``seed``,
+    until ``rows`` decisions (at least one module)."""
     offsets = np.asarray(module_rows, np.int64)
     counts = np.diff(offsets)
-    candidates = np.flatnonzero(counts > 0)
+    eligible = np.zeros(len(counts), bool)
+    eligible[np.arange(len(counts)) if among is None else np.asarray(among, np.int64)] = True
+    candidates = np.flatnonzero(eligible & (counts > 0))
     if not len(candidates):
         raise MloptError("the trace has no decision to calibrate sigma on")
     if rows < 1:
@@ -91,12 +95,9 @@ def decisions(policy: MLPPolicy, batch: dict) -> np.ndarray:
         return np.argmax(policy.logits(batch), axis=1)
     fast, slack = policy.logits_with_slack(batch)
     decided = np.argmax(fast, axis=1)
-    if fast.shape[1] > 1:
-        order = np.argsort(-fast, axis=1, kind="stable")
-        rows, top, second = np.arange(len(fast)), order[:, 0], order[:, 1]
-        unsure = np.flatnonzero(~(fast[rows, top] - fast[rows, second] > slack[rows, top] + slack[rows, second]))
-        if len(unsure):
-            decided[unsure] = np.argmax(policy.logits({k: v[unsure] for k, v in batch.items()}), axis=1)
+    unsure = np.flatnonzero(unsure_rows(fast, slack))
+    if len(unsure):
+        decided[unsure] = np.argmax(policy.logits({k: v[unsure] for k, v in batch.items()}), axis=1)
     return decided
 
 
