@@ -17,7 +17,7 @@ import numpy as np
 
 from .._native import core
 from .batching import feature_columns
-from .mlp import unsure_rows
+from .mlp import sure_decisions
 
 
 class LoadedPolicy:
@@ -70,8 +70,7 @@ class LoadedPolicy:
             return self.evaluate(batch)[self.problem.decision.name]
         logits, slack = self.twin.logits_with_slack(batch)
         n = len(logits)
-        decisions = np.argsort(-logits, axis=1, kind="stable")[:, 0].astype(np.int64)
-        unsure = unsure_rows(logits, slack)  # NaN leads are unsure too
+        decisions, unsure = sure_decisions(logits, slack)  # NaN leads are unsure too
         if unsure.any():
             picked = np.flatnonzero(unsure)
             cols = feature_columns(batch, self.problem.features)

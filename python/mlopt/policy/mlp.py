@@ -37,17 +37,19 @@ from .vocab import Vocab
 SLACK = 1e-3
 
 
-def unsure_rows(logits: np.ndarray, slack: np.ndarray) -> np.ndarray:
-    """Per row of :meth:`MLPPolicy.logits_with_slack`'s (logits, slack): True where the
-    top logit does not lead the second by more than both slacks (ties and NaN
-    included), so an evaluation in another order might pick another action; False
-    where every order picks ``argmax(logits)``."""
+def sure_decisions(logits: np.ndarray, slack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of :meth:`MLPPolicy.logits_with_slack`'s (logits, slack): the
+    leading action (int64; the first of equal logits) and whether the row is
+    unsure, True where the top logit does not lead the second by more than both
+    slacks (ties and NaN included), so an evaluation in another order might pick
+    another action; False where every order picks the leading action."""
     n, actions = logits.shape
-    if actions < 2:
-        return np.zeros(n, bool)
     order = np.argsort(-logits, axis=1, kind="stable")
+    lead = order[:, 0].astype(np.int64)
+    if actions < 2:
+        return lead, np.zeros(n, bool)
     rows, top, second = np.arange(n), order[:, 0], order[:, 1]
-    return ~(logits[rows, top] - logits[rows, second] > slack[rows, top] + slack[rows, second])
+    return lead, ~(logits[rows, top] - logits[rows, second] > slack[rows, top] + slack[rows, second])
 
 
 def _blas_dense(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:

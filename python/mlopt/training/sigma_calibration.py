@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import MloptError
 from ..policy import MLPPolicy
-from ..policy.mlp import unsure_rows
+from ..policy.mlp import sure_decisions
 from .es import flatten, layer_scale, trained_mask, unflatten
 
 
@@ -94,8 +94,8 @@ def decisions(policy: MLPPolicy, batch: dict) -> np.ndarray:
     if own.logits is not MLPPolicy.logits or own.logits_with_slack is not MLPPolicy.logits_with_slack:
         return np.argmax(policy.logits(batch), axis=1)
     fast, slack = policy.logits_with_slack(batch)
-    decided = np.argmax(fast, axis=1)
-    unsure = np.flatnonzero(unsure_rows(fast, slack))
+    decided, unsure = sure_decisions(fast, slack)
+    unsure = np.flatnonzero(unsure)
     if len(unsure):
         decided[unsure] = np.argmax(policy.logits({k: v[unsure] for k, v in batch.items()}), axis=1)
     return decided
