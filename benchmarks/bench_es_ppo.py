@@ -222,11 +222,17 @@ def main() -> None:
                 spent = earlier[name]["seconds"]
             start = time.perf_counter() - spent
             capped = args.iterations or float("inf")
+            # iteration -> seconds of training when it ended (its validation included): budget_cut.py's clock
+            ended = dict(earlier[name].get("iteration_ended_s", {})) if args.extend else {}
+
+            def report(m, n=name, ended=ended, start=start):
+                ended[str(m["iteration"])] = round(time.perf_counter() - start, 3)
+                print(n, m["iteration"], f"train {m['train_delta_percent']:+.3f}%", "val " + _percent(m),
+                      f"step {m['update_norm']:.3g}", flush=True)
+
             while time.perf_counter() - start < args.budget and trainer.iteration < capped:
                 trainer.config.iterations += 1
-                trainer.run(on_iteration=lambda m, n=name: print(
-                    n, m["iteration"], f"train {m['train_delta_percent']:+.3f}%", "val " + _percent(m),
-                    f"step {m['update_norm']:.3g}", flush=True))
+                trainer.run(on_iteration=report)
             seconds = time.perf_counter() - start
             best = run_dir / "best" / "policy.npz"
             chosen = type(init).load(best, problem=init.problem) if best.exists() else trainer.current_policy()
@@ -235,7 +241,7 @@ def main() -> None:
                              **({"extended_from": {k: earlier[name][k] for k in ("seconds", "iterations")}}
                                 if args.extend else {}),
                              "validation_start": trainer.start_validation, "validation_best": trainer.best,
-                             "train_last": metrics[-1].get("train_delta_percent"),
+                             "train_last": metrics[-1].get("train_delta_percent"), "iteration_ended_s": ended,
                              "test": test_report(env, chosen, side["test"], baseline, args.out / "work", languages),
                              "config": cfg.__dict__}
             if args.test_curve:

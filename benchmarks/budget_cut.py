@@ -1,0 +1,126 @@
+"""What a run of ``bench_es_ppo.py`` would have returned had its clock
+stopped at SECONDS of training: the policy with the best validation among
+those validated in iterations that ended by then (the starting policy
+included; ties go to the earlier, as the trainer keeps them), judged on the
+test packages like the run's own choice (all, C, C++, per package).
+
+    python3 benchmarks/budget_cut.py SPLITS es-s0 es-s1 es-s2 --seconds 1800 [--trainer es] [--packages]
+
+An iteration's end is the run's record (es_ppo.json ``iteration_ended_s``,
+written since stop 52) or, for older runs, the file time of its validated
+snapshot counted back from the run's end (validated/<last>.npz was written
+at ``seconds``); the output says which. Writes DIR/cut-<SECONDS>.json and
+prints one table over the runs with the mean and half the range; every
+figure is a total ``.text`` delta vs -Oz in percent (negative = smaller),
+from the LLVM that SPLITS' traces name (set MLOPT_LLVM as for the runs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from bench_es_ppo import module_languages, test_report
+from mlopt.corpus import corpus_entries
+from mlopt.problems import load_weights
+from mlopt.rollouts import trace_corpus
+from mlopt.training.environment import CompilerEnvironment
+from mlopt.workers import make_pool
+from seeds_table import _pct, _spread
+
+
+def iteration_ends(run: Path, result: dict, trainer: str) -> tuple[dict[int, float], str]:
+    """Iteration -> seconds of training when it ended (validated iterations at least), and the clock's source."""
+    if "iteration_ended_s" in result:
+        return {int(k): v for k, v in result["iteration_ended_s"].items()}, "recorded"
+    snapshots = sorted((run / trainer / "validated").glob("*.npz"))
+    if not snapshots:
+        raise SystemExit(f"{run}: no iteration_ended_s in es_ppo.json and no {trainer}/validated/ snapshots")
+    last = snapshots[-1].stat().st_mtime
+    if int(snapshots[-1].stem) != result["iterations"]:
+        raise SystemExit(f"{run}: its last iteration ({result['iterations']}) was not validated: no clock to count")
+    return {int(s.stem): result["seconds"] - (last - s.stat().st_mtime) for s in snapshots}, "file times"
+
+
+def choose(run: Path, result: dict, trainer: str, seconds: float) -> tuple[int, float | None, str]:
+    """(iteration, its validation delta, clock source) of the policy a ``seconds`` run would have returned."""
+    ends, clock = iteration_ends(run, result, trainer)
+    best_iteration, best = 0, result["validation_start"]
+    for line in (run / trainer / "metrics.jsonl").read_text().splitlines():
+        m = json.loads(line)
+        val = m.get("validation_delta_percent")
+        if m["iteration"] == 0 or val is None or ends.get(m["iteration"], float("inf")) > seconds:
+            continue
+        if best is None or val < best:
+            best_iteration, best = m["iteration"], val
+    return best_iteration, best, clock
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("splits", type=Path, help="the runs' SPLITS (its test/ is judged)")
+    ap.add_argument("runs", type=Path, nargs="+", help="bench_es_ppo.py output directories")
+    ap.add_argument("--seconds", type=float, default=1800.0, help="seconds of training (default: the issue's 1,800)")
+    ap.add_argument("--trainer", default="es")
+    ap.add_argument("--packages", action="store_true", help="also one row per test package")
+    ap.add_argument("--workers", type=int, default=None)
+    args = ap.parse_args()
+    rows = []
+    with make_pool(args.workers) as pool:
+        test = baseline = env = languages = None
+        for run in args.runs:
+            results = json.loads((run / "es_ppo.json").read_text())
+            result = results[args.trainer]
+            iteration, val, clock = choose(run, result, args.trainer, args.seconds)
+            if val is not None and val == result["validation_best"]:
+                report = result["test"]  # the run's own choice: judged already
+            else:
+                if env is None:
+                    entries = corpus_entries(args.splits / "test")
+                    ds = trace_corpus(args.splits / "test", pool=pool, quiet=True)
+                    baseline = {m: float(v) for m, v in zip(ds.modules, ds.text_size)}
+                    test = [e for e in entries if e.name in baseline]
+                    languages = module_languages(args.splits / "test")
+                    llvm = ds.meta["llvm"]
+                    if llvm != results.get("llvm_version"):
+                        raise SystemExit(f"{run}: run on LLVM {results.get('llvm_version')}, SPLITS traced by {llvm}")
+                policy_file = (run / args.trainer / "validated" / f"{iteration:04d}.npz" if iteration
+                               else None)
+                if policy_file is None:
+                    report = results["bc"]["test"]  # the starting policy
+                else:
+                    policy = load_weights(policy_file)
+                    if env is None:
+                        env = CompilerEnvironment(policy.problem, pool)
+                    report = test_report(env, policy, test, baseline, run / "work", languages)
+            cut = {"seconds": args.seconds, "clock": clock, "iteration": iteration, "validation": val,
+                   "llvm_version": results.get("llvm_version"), "seed": results["seed"], "test": report}
+            (run / f"cut-{args.seconds:g}.json").write_text(json.dumps(cut, indent=2) + "\n")
+            rows.append(cut)
+            print(run, json.dumps({k: cut[k] for k in ("iteration", "validation", "clock")}),
+                  _pct(report["all"]["delta_percent"]), flush=True)
+    llvm = sorted({r["llvm_version"] or "?" for r in rows})
+    print(f"\ntrainer {args.trainer} cut at {args.seconds:g} s of training, LLVM {', '.join(llvm)}, {len(rows)} runs")
+    print("| seed | iteration chosen (clock) | validation | test all | test C | test C++ | worst test package |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        test_r = r["test"]
+        packages = {k.removeprefix("package "): v["delta_percent"] for k, v in test_r.items()
+                    if k.startswith("package ")}
+        worst = max(packages, key=packages.get)
+        print(f"| {r['seed']} | {r['iteration']} ({r['clock']}) | {_pct(r['validation'])} | "
+              f"{_pct(test_r['all']['delta_percent'])} | {_pct(test_r['C']['delta_percent'])} | "
+              f"{_pct(test_r['C++']['delta_percent'])} | {worst} {_pct(packages[worst])} |")
+    print("| mean (± half range) | | | " + " | ".join(
+        _spread([r["test"][k]["delta_percent"] for r in rows]) for k in ("all", "C", "C++")) + " | |")
+    if args.packages:
+        names = sorted({k.removeprefix("package ") for r in rows for k in r["test"] if k.startswith("package ")})
+        print("\n| test package | " + " | ".join(f"seed {r['seed']}" for r in rows) + " |")
+        print("|---|" + "---|" * len(rows))
+        for name in names:
+            print(f"| {name} | " + " | ".join(_pct((r["test"].get(f"package {name}") or {}).get("delta_percent"))
+                                             for r in rows) + " |")
+
+
+if __name__ == "__main__":
+    main()
