@@ -11,6 +11,9 @@ and per package.
 seconds of training in all (the earlier seconds are DIR/es_ppo.json's); a
 resumed run is the uninterrupted run (tests/test_training.py), so a 1,200 s
 run extended to 1,800 s is the 1,800 s run up to where the clock stops it.
+Each trainer's ``iteration_ended_s`` records when each iteration ended
+(its validation included), so ``budget_cut.py`` can say what a shorter
+budget would have returned.
 
 SPLITS holds train/, validation/ and test/ (``mlopt corpus split``); BC_RUN
 is a ``mlopt train bc`` run on the training split's trace. Every figure is a
