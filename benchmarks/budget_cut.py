@@ -26,7 +26,7 @@ from mlopt.problems import load_weights
 from mlopt.rollouts import trace_corpus
 from mlopt.training.environment import CompilerEnvironment
 from mlopt.workers import make_pool
-from seeds_table import _pct, _spread
+from seeds_table import _pct, _spread, print_packages, worst_package
 
 
 def iteration_ends(run: Path, result: dict, trainer: str) -> tuple[dict[int, float], str]:
@@ -56,6 +56,24 @@ def choose(run: Path, result: dict, trainer: str, seconds: float) -> tuple[int, 
     return best_iteration, best, clock
 
 
+def _test_judge(test_dir: Path, pool, llvm: str | None, run: Path):
+    """policy, work dir -> its test report (bench_es_ppo's), on the test split traced by the runs' LLVM."""
+    ds = trace_corpus(test_dir, pool=pool, quiet=True)
+    if ds.meta["llvm"] != llvm:
+        raise SystemExit(f"{run}: run on LLVM {llvm}, SPLITS traced by {ds.meta['llvm']}")
+    baseline = {m: float(v) for m, v in zip(ds.modules, ds.text_size)}
+    test = [e for e in corpus_entries(test_dir) if e.name in baseline]
+    languages = module_languages(test_dir)
+    envs = {}
+
+    def judge(policy, work: Path) -> dict:
+        if policy.problem.name not in envs:
+            envs[policy.problem.name] = CompilerEnvironment(policy.problem, pool)
+        return test_report(envs[policy.problem.name], policy, test, baseline, work, languages)
+
+    return judge
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("splits", type=Path, help="the runs' SPLITS (its test/ is judged)")
@@ -67,32 +85,18 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     with make_pool(args.workers) as pool:
-        test = baseline = env = languages = None
+        judge = None  # policy -> its test report; built on first need (tracing the test split)
         for run in args.runs:
             results = json.loads((run / "es_ppo.json").read_text())
             result = results[args.trainer]
             iteration, val, clock = choose(run, result, args.trainer, args.seconds)
-            if val is not None and val == result["validation_best"]:
+            if iteration == 0:
+                report = results["bc"]["test"]  # the starting policy
+            elif val == result["validation_best"]:
                 report = result["test"]  # the run's own choice: judged already
             else:
-                if env is None:
-                    entries = corpus_entries(args.splits / "test")
-                    ds = trace_corpus(args.splits / "test", pool=pool, quiet=True)
-                    baseline = {m: float(v) for m, v in zip(ds.modules, ds.text_size)}
-                    test = [e for e in entries if e.name in baseline]
-                    languages = module_languages(args.splits / "test")
-                    llvm = ds.meta["llvm"]
-                    if llvm != results.get("llvm_version"):
-                        raise SystemExit(f"{run}: run on LLVM {results.get('llvm_version')}, SPLITS traced by {llvm}")
-                policy_file = (run / args.trainer / "validated" / f"{iteration:04d}.npz" if iteration
-                               else None)
-                if policy_file is None:
-                    report = results["bc"]["test"]  # the starting policy
-                else:
-                    policy = load_weights(policy_file)
-                    if env is None:
-                        env = CompilerEnvironment(policy.problem, pool)
-                    report = test_report(env, policy, test, baseline, run / "work", languages)
+                judge = judge or _test_judge(args.splits / "test", pool, results.get("llvm_version"), run)
+                report = judge(load_weights(run / args.trainer / "validated" / f"{iteration:04d}.npz"), run / "work")
             cut = {"seconds": args.seconds, "clock": clock, "iteration": iteration, "validation": val,
                    "llvm_version": results.get("llvm_version"), "seed": results["seed"], "test": report}
             (run / f"cut-{args.seconds:g}.json").write_text(json.dumps(cut, indent=2) + "\n")
@@ -104,23 +108,14 @@ def main() -> None:
     print("| seed | iteration chosen (clock) | validation | test all | test C | test C++ | worst test package |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        test_r = r["test"]
-        packages = {k.removeprefix("package "): v["delta_percent"] for k, v in test_r.items()
-                    if k.startswith("package ")}
-        worst = max(packages, key=packages.get)
+        t = r["test"]
         print(f"| {r['seed']} | {r['iteration']} ({r['clock']}) | {_pct(r['validation'])} | "
-              f"{_pct(test_r['all']['delta_percent'])} | {_pct(test_r['C']['delta_percent'])} | "
-              f"{_pct(test_r['C++']['delta_percent'])} | {worst} {_pct(packages[worst])} |")
+              f"{_pct(t['all']['delta_percent'])} | {_pct(t['C']['delta_percent'])} | "
+              f"{_pct(t['C++']['delta_percent'])} | {worst_package(t)} |")
     print("| mean (± half range) | | | " + " | ".join(
         _spread([r["test"][k]["delta_percent"] for r in rows]) for k in ("all", "C", "C++")) + " | |")
     if args.packages:
-        names = sorted({k.removeprefix("package ") for r in rows for k in r["test"] if k.startswith("package ")})
-        print("\n| test package | " + " | ".join(f"seed {r['seed']}" for r in rows) + " |")
-        print("|---|" + "---|" * len(rows))
-        for name in names:
-            print(f"| {name} | " + " | ".join(_pct((r["test"].get(f"package {name}") or {}).get("delta_percent"))
-                                             for r in rows) + " |")
-
+        print_packages([r["test"] for r in rows], [r["seed"] for r in rows])
 
 if __name__ == "__main__":
     main()

@@ -24,6 +24,24 @@ def _spread(values: list[float]) -> str:
     return f"{mean:+.3f}% (±{(max(values) - min(values)) / 2:.3f})"
 
 
+def worst_package(test: dict) -> str:
+    """``name +x.xxx%`` of the test package that grew most (a ``test_report``'s dict)."""
+    packages = {k.removeprefix("package "): v["delta_percent"] for k, v in test.items() if k.startswith("package ")}
+    worst = max(packages, key=packages.get)
+    return f"{worst} {_pct(packages[worst])}"
+
+
+def print_packages(tests: list[dict], seeds: list) -> None:
+    """One row per test package, one column per run."""
+    names = sorted({k.removeprefix("package ") for t in tests for k in t if k.startswith("package ")})
+    print("\n| test package | modules | " + " | ".join(f"seed {s}" for s in seeds) + " |")
+    print("|---|---|" + "---|" * len(tests))
+    for name in names:
+        cells = [t.get(f"package {name}") for t in tests]
+        modules = next(c["modules"] for c in cells if c)
+        print(f"| {name} | {modules} | " + " | ".join(_pct(c and c["delta_percent"]) for c in cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", type=Path, nargs="+", help="bench_es_ppo.py output directories")
@@ -39,27 +57,15 @@ def main() -> None:
     for r in results:
         t = r[args.trainer]
         test = t["test"]
-        packages = {k.removeprefix("package "): v["delta_percent"] for k, v in test.items()
-                    if k.startswith("package ")}
-        worst = max(packages, key=packages.get)
         for k in columns:
             columns[k].append(test[k]["delta_percent"])
         print(f"| {r['seed']} | {t['iterations']} ({t['seconds']:.0f}) | {_pct(t['validation_start'])} -> "
               f"{_pct(t['validation_best'])} | {_pct(test['all']['delta_percent'])} | "
-              f"{_pct(test['C']['delta_percent'])} | {_pct(test['C++']['delta_percent'])} | "
-              f"{worst} {_pct(packages[worst])} |")
+              f"{_pct(test['C']['delta_percent'])} | {_pct(test['C++']['delta_percent'])} | {worst_package(test)} |")
     print(f"| mean (± half range) | | | {_spread(columns['all'])} | {_spread(columns['C'])} | "
           f"{_spread(columns['C++'])} | |")
     if args.packages:
-        names = sorted({k.removeprefix("package ") for r in results for k in r[args.trainer]["test"]
-                        if k.startswith("package ")})
-        print("\n| test package | modules | " + " | ".join(f"seed {r['seed']}" for r in results) + " |")
-        print("|---|---|" + "---|" * len(results))
-        for name in names:
-            cells = [r[args.trainer]["test"].get(f"package {name}") for r in results]
-            modules = next(c["modules"] for c in cells if c)
-            print(f"| {name} | {modules} | " + " | ".join(_pct(c and c["delta_percent"]) for c in cells) + " |")
-
+        print_packages([r[args.trainer]["test"] for r in results], [r["seed"] for r in results])
 
 if __name__ == "__main__":
     main()
