@@ -5,6 +5,12 @@ included; ties go to the earlier, as the trainer keeps them), judged on the
 test packages like the run's own choice (all, C, C++, per package).
 
     python3 benchmarks/budget_cut.py SPLITS es-s0 es-s1 es-s2 --seconds 1800 [--trainer es] [--packages]
+    python3 benchmarks/budget_cut.py SPLITS es-s0 es-s1 es-s2 --mean-last 12     # the tail-mean rule
+
+``--mean-last K`` returns instead the mean weights of the last K validated
+snapshots ended by then (``selection_rules.py`` compares the rules on
+validation alone) and writes DIR/cut-<SECONDS>-mean-last<K>.json; its
+"validation" is then the averaged policy's, measured on all of validation.
 
 An iteration's end is the run's record (es_ppo.json ``iteration_ended_s``,
 written since stop 52) or, for older runs, the file time of its validated
@@ -19,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+import numpy as np
 
 from bench_es_ppo import module_languages, test_report
 from mlopt.corpus import corpus_entries
@@ -56,14 +64,32 @@ def choose(run: Path, result: dict, trainer: str, seconds: float) -> tuple[int, 
     return best_iteration, best, clock
 
 
-def _test_judge(test_dir: Path, pool, llvm: str | None, run: Path):
-    """policy, work dir -> its test report (bench_es_ppo's), on the test split traced by the runs' LLVM."""
-    ds = trace_corpus(test_dir, pool=pool, quiet=True)
+def averaged(paths: list[Path]):
+    """The policy whose layers are the mean of the saved policies' (same vocab and widths)."""
+    policies = [load_weights(p) for p in paths]
+    layers = [(np.mean([p.layers[i][0] for p in policies], axis=0), np.mean([p.layers[i][1] for p in policies], axis=0))
+              for i in range(len(policies[0].layers))]
+    return type(policies[0])(policies[0].vocab, layers, problem=policies[0].problem)
+
+
+def tail_mean(run: Path, result: dict, trainer: str, seconds: float, k: int):
+    """(last iteration averaged, the policy averaging the last ``k`` validated snapshots ended by ``seconds``)."""
+    ends, _ = iteration_ends(run, result, trainer)
+    snaps = [p for p in sorted((run / trainer / "validated").glob("*.npz"))
+             if ends.get(int(p.stem), float("inf")) <= seconds]
+    if len(snaps) < k:
+        raise SystemExit(f"{run}: {len(snaps)} validated snapshots by {seconds:g} s, --mean-last {k} needs {k}")
+    return int(snaps[-1].stem), averaged(snaps[-k:])
+
+
+def _judge(split: Path, pool, llvm: str | None, run: Path):
+    """policy, work dir -> its report (bench_es_ppo's test report) on ``split``, traced by the runs' LLVM."""
+    ds = trace_corpus(split, pool=pool, quiet=True)
     if ds.meta["llvm"] != llvm:
         raise SystemExit(f"{run}: run on LLVM {llvm}, SPLITS traced by {ds.meta['llvm']}")
     baseline = {m: float(v) for m, v in zip(ds.modules, ds.text_size)}
-    test = [e for e in corpus_entries(test_dir) if e.name in baseline]
-    languages = module_languages(test_dir)
+    test = [e for e in corpus_entries(split) if e.name in baseline]
+    languages = module_languages(split)
     envs = {}
 
     def judge(policy, work: Path) -> dict:
@@ -81,25 +107,34 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=1800.0, help="seconds of training (default: the issue's 1,800)")
     ap.add_argument("--trainer", default="es")
     ap.add_argument("--packages", action="store_true", help="also one row per test package")
+    ap.add_argument("--mean-last", type=int, default=0, metavar="K",
+                    help="return the mean weights of the last K validated snapshots instead of the best")
     ap.add_argument("--workers", type=int, default=None)
     args = ap.parse_args()
     rows = []
     with make_pool(args.workers) as pool:
-        judge = None  # policy -> its test report; built on first need (tracing the test split)
+        judge = validate = None  # policy -> its test / validation report; built on first need (tracing)
         for run in args.runs:
             results = json.loads((run / "es_ppo.json").read_text())
             result = results[args.trainer]
             iteration, val, clock = choose(run, result, args.trainer, args.seconds)
-            if iteration == 0:
+            if args.mean_last:
+                judge = judge or _judge(args.splits / "test", pool, results.get("llvm_version"), run)
+                validate = validate or _judge(args.splits / "validation", pool, results.get("llvm_version"), run)
+                iteration, policy = tail_mean(run, result, args.trainer, args.seconds, args.mean_last)
+                val = validate(policy, run / "work")["all"]["delta_percent"]
+                report = judge(policy, run / "work")
+            elif iteration == 0:
                 report = results["bc"]["test"]  # the starting policy
             elif val == result["validation_best"]:
                 report = result["test"]  # the run's own choice: judged already
             else:
-                judge = judge or _test_judge(args.splits / "test", pool, results.get("llvm_version"), run)
+                judge = judge or _judge(args.splits / "test", pool, results.get("llvm_version"), run)
                 report = judge(load_weights(run / args.trainer / "validated" / f"{iteration:04d}.npz"), run / "work")
             cut = {"seconds": args.seconds, "clock": clock, "iteration": iteration, "validation": val,
                    "llvm_version": results.get("llvm_version"), "seed": results["seed"], "test": report}
-            (run / f"cut-{args.seconds:g}.json").write_text(json.dumps(cut, indent=2) + "\n")
+            tag = f"-mean-last{args.mean_last}" if args.mean_last else ""
+            (run / f"cut-{args.seconds:g}{tag}.json").write_text(json.dumps(cut, indent=2) + "\n")
             rows.append(cut)
             print(run, json.dumps({k: cut[k] for k in ("iteration", "validation", "clock")}),
                   _pct(report["all"]["delta_percent"]), flush=True)
