@@ -33,6 +33,7 @@ from mlopt.corpus import corpus_entries
 from mlopt.problems import load_weights
 from mlopt.rollouts import trace_corpus
 from mlopt.training.environment import CompilerEnvironment
+from mlopt.training.es import flatten, unflatten
 from mlopt.workers import make_pool
 from seeds_table import _pct, _spread, print_packages, worst_package
 
@@ -65,18 +66,21 @@ def choose(run: Path, result: dict, trainer: str, seconds: float) -> tuple[int, 
 
 
 def averaged(paths: list[Path]):
-    """The policy whose layers are the mean of the saved policies' (same vocab and widths)."""
+    """The policy whose weights are the mean of the saved policies' (same vocab and widths)."""
     policies = [load_weights(p) for p in paths]
-    layers = [(np.mean([p.layers[i][0] for p in policies], axis=0), np.mean([p.layers[i][1] for p in policies], axis=0))
-              for i in range(len(policies[0].layers))]
-    return type(policies[0])(policies[0].vocab, layers, problem=policies[0].problem)
+    return unflatten(policies[0], np.mean([flatten(p) for p in policies], axis=0))
+
+
+def validated_by(run: Path, result: dict, trainer: str, seconds: float) -> list[Path]:
+    """The run's validated snapshots (oldest first) of the iterations that ended by ``seconds``."""
+    ends, _ = iteration_ends(run, result, trainer)
+    return [p for p in sorted((run / trainer / "validated").glob("*.npz"))
+            if ends.get(int(p.stem), float("inf")) <= seconds]
 
 
 def tail_mean(run: Path, result: dict, trainer: str, seconds: float, k: int):
     """(last iteration averaged, the policy averaging the last ``k`` validated snapshots ended by ``seconds``)."""
-    ends, _ = iteration_ends(run, result, trainer)
-    snaps = [p for p in sorted((run / trainer / "validated").glob("*.npz"))
-             if ends.get(int(p.stem), float("inf")) <= seconds]
+    snaps = validated_by(run, result, trainer, seconds)
     if len(snaps) < k:
         raise SystemExit(f"{run}: {len(snaps)} validated snapshots by {seconds:g} s, --mean-last {k} needs {k}")
     return int(snaps[-1].stem), averaged(snaps[-k:])

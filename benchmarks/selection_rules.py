@@ -1,6 +1,6 @@
 """Which rule should choose a run's returned policy, judged without the test
-split: the 14 validation packages are cut into halves A and B (every such
-cut), a rule chooses from what A says, and B judges the choice.
+split: the validation packages (12 in splits149) are cut into halves A and B
+(every such cut), a rule chooses from what A says, and B judges the choice.
 
     python3 benchmarks/selection_rules.py SPLITS es-s0 es-s1 es-s2 [--seconds 1800] [--trainer es]
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from budget_cut import averaged, iteration_ends
+from budget_cut import averaged, validated_by
 from mlopt.corpus import corpus_entries, package_of
 from mlopt.problems import load_weights
 from mlopt.rollouts import trace_corpus
@@ -107,9 +107,7 @@ def main() -> None:
             result = json.loads((run / "es_ppo.json").read_text())
             if result.get("llvm_version") != ds.meta["llvm"]:
                 raise SystemExit(f"{run}: run on LLVM {result.get('llvm_version')}, SPLITS traced by {ds.meta['llvm']}")
-            ends, _ = iteration_ends(run, result[args.trainer], args.trainer)
-            snaps = [p for p in sorted((run / args.trainer / "validated").glob("*.npz"))
-                     if ends.get(int(p.stem), float("inf")) <= args.seconds]
+            snaps = validated_by(run, result[args.trainer], args.trainer, args.seconds)
             env = env or CompilerEnvironment(load_weights(snaps[0]).problem, pool)
             measured = Measured(run / args.trainer / "selection", env, entries, run / "work")
             stems = [p.stem for p in snaps]
