@@ -6,11 +6,9 @@ import mlopt
 from mlopt import TensorSpec
 from tests.support.golden import BODY, GOLDEN, HEADER  # noqa: F401
 
-
-def specs() -> tuple[TensorSpec, TensorSpec, TensorSpec]:
-    """The example's features a, b and its score. Made per test, not kept in the module: a full suite's run
-    ended with test_log_golden's globals outliving the extension at exit (nanobind's leak report)."""
-    return TensorSpec("a", "int64_t", [1]), TensorSpec("b", "float", [2]), TensorSpec("reward", "float", [1])
+A = TensorSpec("a", "int64_t", [1])
+B = TensorSpec("b", "float", [2])
+R = TensorSpec("reward", "float", [1])
 
 
 def test_golden_is_what_the_reference_says():
@@ -19,7 +17,6 @@ def test_golden_is_what_the_reference_says():
 
 
 def test_writer_produces_golden_bytes():
-    A, B, R = specs()
     w = mlopt.LogWriter(None, [A, B], score=R)
     w.switch_context("f")
     w.start_observation()
@@ -31,7 +28,6 @@ def test_writer_produces_golden_bytes():
 
 
 def test_writer_golden_via_file_and_bulk(tmp_path):
-    A, B, R = specs()
     path = tmp_path / "g.log"
     with mlopt.LogWriter(path, [A, B], score=R) as w:
         w.switch_context("f")
@@ -40,7 +36,6 @@ def test_writer_golden_via_file_and_bulk(tmp_path):
 
 
 def test_llvm_logger_writes_golden_bytes(llvm_logger_oracle, tmp_path):
-    A, B, R = specs()
     from tests.support.oracle import run_oracle
 
     script = [("context", b"f"), ("start",), ("tensor", 0, (5).to_bytes(8, "little")),
@@ -50,7 +45,6 @@ def test_llvm_logger_writes_golden_bytes(llvm_logger_oracle, tmp_path):
 
 
 def test_reader_reads_golden(tmp_path):
-    A, B, R = specs()
     for source in (GOLDEN, _write(tmp_path, GOLDEN)):
         log = mlopt.read_log(source)
         assert log.header.features == (A, B) and log.score_spec == R and log.advice_spec is None
