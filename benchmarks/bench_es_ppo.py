@@ -89,9 +89,9 @@ def _percent(metrics: dict) -> str:
     return "-" if v is None else f"{v:+.3f}%"
 
 
-def _calibrated_sigma(args, init, trace) -> tuple[float, dict]:
+def _calibrated_sigma(args, init, trace, among=None) -> tuple[float, dict]:
     """ES's sigma for ``init`` from --es-flip-share, or from --es-flip-reference's share at --es-sigma
-    (the same modules and perturbation draws, 16 per sigma)."""
+    (the same modules and perturbation draws, 16 per sigma), on the trace's modules ``among`` (default all)."""
     if args.es_flip_share is not None and args.es_flip_reference is not None:
         raise SystemExit("--es-flip-share and --es-flip-reference: one or the other")
     start = time.perf_counter()
@@ -99,10 +99,10 @@ def _calibrated_sigma(args, init, trace) -> tuple[float, dict]:
     target = args.es_flip_share
     if args.es_flip_reference is not None:
         reference = load_weights(args.es_flip_reference)
-        ref_probe = flip_probe(reference, trace.columns, trace.module_rows)
+        ref_probe = flip_probe(reference, trace.columns, trace.module_rows, among=among)
         target = module_flip_share(reference, ref_probe, args.es_sigma, samples=16, train_layers=args.es_train_layers)
         report["reference"] = {"policy": str(args.es_flip_reference), "sigma": args.es_sigma, "share": target}
-    probe = flip_probe(init, trace.columns, trace.module_rows)
+    probe = flip_probe(init, trace.columns, trace.module_rows, among=among)
     cal = calibrate_sigma(init, probe, target, start=args.es_sigma, samples=16, train_layers=args.es_train_layers)
     report.update(sigma=cal.sigma, share=cal.share, below=cal.below, target=cal.target, modules=cal.modules,
                   rows=cal.rows, samples=cal.samples, evaluations=cal.evaluations,
@@ -149,6 +149,9 @@ def main() -> None:
                     help="what ES's gradient ascends (selection stays on total bytes)")
     ap.add_argument("--es-modules-per-pair", type=int, default=None, metavar="K",
                     help="each pair draws its own K modules (instead of --es-modules shared by all)")
+    ap.add_argument("--languages", default=None, metavar="LANGS",
+                    help="train and validate on these languages' modules only (e.g. c; the manifests' "
+                         "module_languages); test still compiles every module and reports C and C++ apart")
     ap.add_argument("--ppo-modules", type=int, default=32)
     ap.add_argument("--ppo-lr", type=float, default=3e-4)
     ap.add_argument("--ppo-temperature", type=float, default=PPOConfig.temperature)
@@ -183,6 +186,13 @@ def main() -> None:
                 results["distilled"] = {"hidden": list(args.hidden), "agreement_with_bc": agreement}
                 print("distilled", json.dumps(results["distilled"]), flush=True)
         side = {s: [e for e in v if e.name in baseline] for s, v in side.items()}
+        if args.languages:
+            keep = set(args.languages.split(","))
+            for s in ("train", "validation"):
+                lang = module_languages(args.splits / s)
+                side[s] = [e for e in side[s] if lang.get(e.name) in keep]
+            results["languages"] = {"only": sorted(keep), **{s: len(side[s]) for s in ("train", "validation")}}
+            print("languages", json.dumps(results["languages"]), flush=True)
         env = CompilerEnvironment(init.problem, pool)
         languages = module_languages(args.splits / "test")
         results["bc"] = {"test": test_report(env, init, side["test"], baseline, args.out / "work", languages)}
@@ -197,7 +207,9 @@ def main() -> None:
             if name == "es":
                 sigma, lr = args.es_sigma, args.es_lr
                 if args.es_flip_share is not None or args.es_flip_reference is not None:
-                    sigma, results["es_sigma_calibration"] = _calibrated_sigma(args, init, train_trace)
+                    trained = {e.name for e in side["train"]}
+                    among = [i for i, m in enumerate(train_trace.modules) if m in trained] if args.languages else None
+                    sigma, results["es_sigma_calibration"] = _calibrated_sigma(args, init, train_trace, among)
                     if args.es_lr_follows_sigma:
                         lr = results["es_sigma_calibration"]["lr"] = args.es_lr * sigma / args.es_sigma
                     print("sigma", json.dumps(results["es_sigma_calibration"]), flush=True)
