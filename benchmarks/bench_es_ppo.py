@@ -145,6 +145,10 @@ def main() -> None:
                     help="ES never draws the largest share Q of the training modules (0: all are drawn)")
     ap.add_argument("--es-train-layers", type=int, default=ESConfig.train_layers, metavar="K",
                     help="ES perturbs and steps only the last K layers (0: all)")
+    ap.add_argument("--es-guide", type=int, default=ESConfig.guide, metavar="K",
+                    help="guided perturbations: the last K gradient estimates span a subspace holding "
+                         "1 - --es-guide-alpha of each perturbation's variance (0: isotropic)")
+    ap.add_argument("--es-guide-alpha", type=float, default=ESConfig.guide_alpha, metavar="A")
     ap.add_argument("--es-objective", choices=OBJECTIVES, default="total",
                     help="what ES's gradient ascends (selection stays on total bytes)")
     ap.add_argument("--es-modules-per-pair", type=int, default=None, metavar="K",
@@ -219,7 +223,7 @@ def main() -> None:
                                average=args.es_average, skip_largest=args.es_skip_largest, momentum=args.es_momentum,
                                train_layers=args.es_train_layers, lr_end=args.es_lr_end * lr / args.es_lr,
                                lr_horizon=args.es_lr_horizon, validate_every=args.validate_every,
-                               keep_validated=True, **per_pair)
+                               guide=args.es_guide, guide_alpha=args.es_guide_alpha, keep_validated=True, **per_pair)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool)
             else:

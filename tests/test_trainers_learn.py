@@ -32,11 +32,11 @@ def _baseline():
 
 
 def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total", average: float = 0.0,
-            train_layers: int = 0, lr: float = 0.1, lr_end: float = 0.0, lr_horizon: int = 0):
+            train_layers: int = 0, lr: float = 0.1, lr_end: float = 0.0, lr_horizon: int = 0, guide: int = 0):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, epochs=3)
     cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=lr, seed=0, objective=objective,
-                   average=average, train_layers=train_layers, lr_end=lr_end, lr_horizon=lr_horizon)
+                   average=average, train_layers=train_layers, lr_end=lr_end, lr_horizon=lr_horizon, guide=guide)
     trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
     trainer.run()
     return start, trainer
@@ -69,9 +69,10 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                             (partial(_run_es, train_layers=1), 60),
                                             # from twice the step to half of it (geometric mean: the constant's)
                                             (partial(_run_es, lr=0.2, lr_end=0.05, lr_horizon=30), 30),
+                                            (partial(_run_es, guide=4), 30),
                                             (_run_ppo, 80)],
                          ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
-                              "ppo"])
+                              "es-guided", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -287,7 +288,7 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
         assert m["rows"] > 0 and m["modules"] == 3
 
 
-@pytest.mark.parametrize("kind", ["es", "es-averaged", "es-scheduled", "ppo"])
+@pytest.mark.parametrize("kind", ["es", "es-averaged", "es-scheduled", "es-guided", "ppo"])
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
     def run(path, iterations, resume):
         path.mkdir(exist_ok=True)
@@ -295,7 +296,8 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
         start = synthetic.warm_start(TRAIN, epochs=3)
         if kind.startswith("es"):
             schedule = {"lr_end": 0.01, "lr_horizon": 3} if kind == "es-scheduled" else {}
-            cfg = ESConfig(iterations=iterations, seed=4, average=0.5 if kind == "es-averaged" else 0.0, **schedule)
+            cfg = ESConfig(iterations=iterations, seed=4, average=0.5 if kind == "es-averaged" else 0.0,
+                           guide=2 if kind == "es-guided" else 0, **schedule)
             t = ESTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env)
         else:
             t = PPOTrainer(start, TRAIN, _baseline(), path, PPOConfig(iterations=iterations, modules=8, seed=4),
@@ -406,6 +408,49 @@ def test_train_layers_steps_only_the_last_layers_and_all_is_unchanged(tmp_path):
         with pytest.raises(MloptError, match="train_layers must be 0"):
             ESTrainer(start, TRAIN, _baseline(), tmp_path / "x", ESConfig(train_layers=bad),
                       env=synthetic.SyntheticEnvironment())
+
+
+def test_guided_perturbations_keep_the_radius_and_put_their_share_in_the_subspace():
+    from mlopt.training.es import guided_perturbations, orthonormal_rows
+
+    rng = np.random.default_rng(0)
+    n, rows = 400, rng.standard_normal((3, 400))
+    basis = orthonormal_rows(np.concatenate([rows, rows[:1] * 2.0 + rows[1:2]]))  # a dependent row adds nothing
+    assert basis.shape == (3, n)
+    np.testing.assert_allclose(basis @ basis.T, np.eye(3), atol=1e-12)
+    residual = rows - (rows @ basis.T) @ basis  # the basis spans the rows
+    assert np.abs(residual).max() < 1e-9
+    assert orthonormal_rows(np.zeros((2, n))).shape == (0, n)
+    z, w = rng.standard_normal((4000, n)), rng.standard_normal((4000, 3))
+    e = guided_perturbations(z, w, basis, 0.5).astype(np.float64)
+    squared = (e * e).sum(axis=1)
+    inside = ((e @ basis.T) ** 2).sum(axis=1)
+    assert abs(squared.mean() / n - 1.0) < 0.02  # the radius sigma * sqrt(n) stays
+    assert abs(inside.mean() / squared.mean() - (0.5 + 0.5 * 3 / n)) < 0.02  # half the variance, in 3 dims of 400
+    assert guided_perturbations(z, w[:, :0], basis[:0], 0.5) is z  # no estimates yet: isotropic
+
+
+def test_guided_es_starts_as_plain_es_then_perturbs_along_its_estimates(tmp_path):
+    """Its first iteration has no estimate to follow and steps exactly as plain ES; the next ones differ;
+    the metrics say how many directions guided and how far the estimate turned."""
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    runs = {}
+    for guide in (0, 3):
+        for iterations in (1, 3):
+            cfg = ESConfig(iterations=iterations, modules_per_perturbation=8, sigma=0.1, lr=0.1, seed=7, guide=guide)
+            t = ESTrainer(start, TRAIN, _baseline(), tmp_path / f"{guide}-{iterations}", cfg,
+                          env=synthetic.SyntheticEnvironment())
+            t.run()
+            runs[guide, iterations] = t
+    assert runs[0, 1].theta.tobytes() == runs[3, 1].theta.tobytes()
+    assert runs[0, 3].theta.tobytes() != runs[3, 3].theta.tobytes()
+    assert len(runs[3, 3].guide_history) == 3 and len(runs[0, 3].guide_history) == 0
+    metrics = [json.loads(line) for line in (tmp_path / "3-3" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["guide_dimensions"] for m in metrics] == [0, 1, 2]
+    assert "gradient_cosine_previous" not in metrics[0] and -1 <= metrics[2]["gradient_cosine_previous"] <= 1
+    for bad in ({"guide": -1}, {"guide": 2, "guide_alpha": 0.0}, {"guide": 2, "guide_alpha": 1.5}):
+        with pytest.raises(MloptError, match="guide must be"):
+            ESTrainer(start, TRAIN, _baseline(), tmp_path / "x", ESConfig(**bad), env=synthetic.SyntheticEnvironment())
 
 
 def test_distilled_smaller_network_decides_like_its_teacher():

@@ -156,7 +156,7 @@ def cmd_train_es(args) -> int:
                    momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, objective=args.objective,
                    buckets=args.buckets, average=args.average, skip_largest=args.skip_largest,
                    train_layers=args.train_layers, lr_end=args.lr_end or 0.0, lr_horizon=args.lr_horizon or 0,
-                   validate_every=args.validate_every)
+                   guide=args.guide, guide_alpha=args.guide_alpha, validate_every=args.validate_every)
     prepare = None
     if args.flip_share is not None:
         def prepare(policy, train, pool) -> dict:
@@ -387,6 +387,12 @@ def register(sub) -> None:
     es.add_argument("--train-layers", type=int, default=0, metavar="K",
                     help="perturb and step only the policy's last K layers, the others keep the starting "
                          "policy's weights (1: the output layer's ~130 weights instead of ~9,500; default 0: all)")
+    es.add_argument("--guide", type=positive_int, default=0, metavar="K",
+                    help="guided perturbations: the last K gradient estimates span a subspace that holds "
+                         "1 - --guide-alpha of each perturbation's variance, so directions the estimates keep "
+                         "pointing along are measured by every pair (guided ES; default 0: isotropic)")
+    es.add_argument("--guide-alpha", type=fraction, default=0.5, metavar="A",
+                    help="the isotropic share of a guided perturbation's variance (0.5)")
     es.add_argument("--modules", type=positive_int, default=16, help="modules per iteration, for every candidate (16)")
     es.add_argument("--modules-per-pair", type=positive_int, metavar="K",
                     help="instead: each antithetic pair draws its own K modules (ml-compiler-opt: 1 module, 100 pairs)")

@@ -45,6 +45,14 @@ problem, with what their setup leaves to chance made explicit:
   dimensions), which the training state carries from one iteration to the
   next and the average leaves out. Training itself is unchanged: the same
   seed makes the same steps with or without it;
+- optionally (``guide=k``) guided perturbations (Maheswaranathan et al.,
+  "Guided evolutionary strategies", 2019, with ES's own past estimates as
+  the guide, as self-guided ES does): half of each perturbation's variance
+  (``1 - guide_alpha``) lies in the subspace spanned by the last k gradient
+  estimates, the rest is isotropic; the radius ``sigma * sqrt(n)`` stays.
+  A direction the estimates keep pointing along is then measured by every
+  pair instead of by chance, and the estimate (covariance times the
+  gradient) leans the step along it;
 - optionally (``lr_end``, ``lr_horizon``) a step size that goes
   geometrically from ``lr`` to ``lr_end`` over the first ``lr_horizon``
   iterations and stays there: long steps while the warm start's margins
@@ -116,6 +124,10 @@ class ESConfig:
     # (lr_end 0: the constant lr)
     lr_end: float = 0.0
     lr_horizon: int = 0
+    # guided perturbations: the last `guide` gradient estimates span a subspace that holds 1 - guide_alpha of
+    # each perturbation's variance (0: isotropic perturbations, as before)
+    guide: int = 0
+    guide_alpha: float = 0.5
 
 
 def step_size(config: ESConfig, iteration: int) -> float:
@@ -180,6 +192,36 @@ def shape_values(values: np.ndarray, shaping: str) -> np.ndarray:
     return ranks / (len(v) - 1) - 0.5
 
 
+def orthonormal_rows(rows: np.ndarray, tolerance: float = 1e-8) -> np.ndarray:
+    """An orthonormal basis (rows) of the span of ``rows``, by modified Gram-Schmidt in their order;
+    rows that add less than ``tolerance`` of their own norm are left out. Elementwise numpy only
+    (no BLAS), so the bits do not depend on the CPU."""
+    basis: list[np.ndarray] = []
+    for r in np.asarray(rows, np.float64):
+        norm0 = math.sqrt(float((r * r).sum()))
+        if norm0 == 0.0:
+            continue
+        v = r.copy()
+        for b in basis:
+            v -= float((v * b).sum()) * b
+        norm = math.sqrt(float((v * v).sum()))
+        if norm > tolerance * norm0:
+            basis.append(v / norm)
+    return np.array(basis, np.float64).reshape(len(basis), np.asarray(rows).shape[-1])
+
+
+def guided_perturbations(z: np.ndarray, w: np.ndarray, basis: np.ndarray, alpha: float) -> np.ndarray:
+    """Perturbations with covariance ``alpha I + (1 - alpha) (n / k) U U^T`` (``U``: the k orthonormal rows
+    of ``basis``, ``n``: the dimension) from standard normal ``z`` (pairs x n) and ``w`` (pairs x k): the
+    expected squared norm stays n, a share 1 - alpha of it in the subspace. Without a basis: ``z``."""
+    k = len(basis)
+    if k == 0:
+        return z
+    n = z.shape[1]
+    inside = (w[:, :, None] * basis[None, :, :]).sum(axis=1)
+    return (math.sqrt(alpha) * z + math.sqrt((1.0 - alpha) * n / k) * inside).astype(np.float32)
+
+
 def module_ranks(costs: np.ndarray) -> np.ndarray:
     """Per candidate (row), its mean over modules (columns) of the centered rank of its cost on the
     module among all candidates' (smaller cost = higher rank, ties averaged): every module has the same
@@ -212,6 +254,9 @@ class ESTrainer:
             raise MloptError(f"average must be in [0, 1) (the decay per iteration), got {config.average!r}")
         if config.objective == "module-rank" and config.modules_per_pair:
             raise MloptError("objective module-rank needs one draw for every candidate (not modules_per_pair)")
+        if config.guide < 0 or not 0.0 < config.guide_alpha <= 1.0:
+            raise MloptError(f"guide must be >= 0 estimates and guide_alpha in (0, 1] (got guide {config.guide!r}, "
+                             f"guide_alpha {config.guide_alpha!r})")
         if (config.lr_end or config.lr_horizon) and not (config.lr_end > 0 and config.lr_horizon >= 1):
             raise MloptError("a step-size schedule needs both lr_end > 0 and lr_horizon >= 1 iterations "
                              f"(got lr_end {config.lr_end!r}, lr_horizon {config.lr_horizon!r})")
@@ -234,6 +279,8 @@ class ESTrainer:
             raise MloptError(f"ES module sampler: {e}") from None
         self.adam = Adam([self.theta], lr=config.lr)
         self.velocity = np.zeros_like(self.theta)
+        # the last config.guide gradient estimates (trained coordinates, oldest first): guided perturbations
+        self.guide_history = np.zeros((0, int(self.trained.sum())), np.float64)
         self.iteration = 0  # iterations completed
         self.best: float | None = None  # validation delta (%) of best/policy.npz
         self.start_validation: float | None = None  # of the starting policy (a fresh run)
@@ -242,7 +289,7 @@ class ESTrainer:
     def save_checkpoint(self) -> None:
         save_checkpoint(self.run_dir, self.config, theta=self.theta, averaged=self.averaged, scale=self.scale,
                         m=self.adam.m[0], v=self.adam.v[0], t=np.int64(self.adam.t), velocity=self.velocity,
-                        iteration=np.int64(self.iteration),
+                        guide_history=self.guide_history, iteration=np.int64(self.iteration),
                         best=np.float64(np.nan if self.best is None else self.best))
 
     def resume(self) -> bool:
@@ -257,6 +304,8 @@ class ESTrainer:
         self.adam.v[0][...] = z["v"]
         self.adam.t = int(z["t"])
         self.velocity = z["velocity"]
+        if "guide_history" in z:
+            self.guide_history = z["guide_history"]
         self.iteration = int(z["iteration"])
         best = float(z["best"])
         self.best = None if np.isnan(best) else best
@@ -277,7 +326,11 @@ class ESTrainer:
         n = int(self.trained.sum())
         rng = np.random.default_rng([cfg.seed, i])
         eps = np.zeros((self.pairs, self.theta.size), np.float32)
-        eps[:, self.trained] = rng.standard_normal((self.pairs, n)).astype(np.float32)
+        z = rng.standard_normal((self.pairs, n)).astype(np.float32)
+        basis = orthonormal_rows(self.guide_history) if cfg.guide else np.zeros((0, n))
+        if len(basis):  # drawn after z: the isotropic part is the unguided run's
+            z = guided_perturbations(z, rng.standard_normal((self.pairs, len(basis))), basis, cfg.guide_alpha)
+        eps[:, self.trained] = z
         work = self.run_dir / "work"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
@@ -307,6 +360,15 @@ class ESTrainer:
             signal = signal - signal.mean(axis=1, keepdims=True)
         shaped = shape_values(signal.reshape(-1), cfg.shaping).reshape(k, 2)
         grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps[kept]).sum(axis=0) / (2 * k * cfg.sigma)
+        guide_metrics = {}
+        if cfg.guide:
+            g = grad[self.trained].astype(np.float64)
+            if len(self.guide_history):
+                last = self.guide_history[-1]
+                denom = math.sqrt(float((g * g).sum()) * float((last * last).sum()))
+                guide_metrics["gradient_cosine_previous"] = float((g * last).sum()) / denom if denom else 0.0
+            guide_metrics["guide_dimensions"] = len(basis)
+            self.guide_history = np.concatenate([self.guide_history, g[None]])[-cfg.guide:]
         lr = step_size(cfg, i)
         update = self._update(grad.astype(np.float32), lr)  # in the normalized space
         norm = float(np.linalg.norm(update))
@@ -331,7 +393,7 @@ class ESTrainer:
                    "failed_modules": drawn - compiled,
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
                    "cache_hit_share": hits / len(items),
-                   "validation_delta_percent": val}
+                   "validation_delta_percent": val, **guide_metrics}
         if val is not None and cfg.keep_validated:
             (self.run_dir / "validated").mkdir(exist_ok=True)
             snapshot = self.run_dir / "validated" / f"{self.iteration:04d}.npz"
