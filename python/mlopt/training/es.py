@@ -47,9 +47,10 @@ problem, with what their setup leaves to chance made explicit:
   seed makes the same steps with or without it;
 - optionally (``guide=k``) guided perturbations (Maheswaranathan et al.,
   "Guided evolutionary strategies", 2019, with ES's own past estimates as
-  the guide, as self-guided ES does): half of each perturbation's variance
-  (``1 - guide_alpha``) lies in the subspace spanned by the last k gradient
-  estimates, the rest is isotropic; the radius ``sigma * sqrt(n)`` stays.
+  the guide, as self-guided ES does): a share ``1 - guide_alpha`` (half by
+  default) of each perturbation's variance lies in the subspace spanned by
+  the last k gradient estimates, the rest is isotropic; the radius
+  ``sigma * sqrt(n)`` stays.
   A direction the estimates keep pointing along is then measured by every
   pair instead of by chance, and the estimate (covariance times the
   gradient) leans the step along it;
