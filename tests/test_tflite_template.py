@@ -38,9 +38,11 @@ def _with_weights(policy: MLPPolicy, rng) -> MLPPolicy:
 
 @pytest.mark.parametrize("problem,zscore,hidden,logits", [
     ("inlining", False, (16, 8), False), ("inlining", False, (16,), True), ("inlining", False, (), False),
-    ("inlining-default", False, (12, 12), False), (TOY, True, (7,), True)])
+    ("inlining-default", False, (12, 12), False), ("toy_template", True, (7,), True)])
 def test_patched_graph_is_the_fresh_build(problem, zscore, hidden, logits):
-    problem = get(problem) if isinstance(problem, str) else problem
+    # TOY by name: passed as a parameter, its three TensorSpecs (mask, progress, index) were the 3 instances
+    # nanobind's exit check reported leaked after the full suite (matched by address; stop 56)
+    problem = TOY if problem == TOY.name else get(problem)
     template._TEMPLATES.clear()
     rng = np.random.default_rng(1)
     first = MLPPolicy.random(_vocab(problem, 0, zscore), hidden=hidden, seed=0, problem=problem)
