@@ -149,6 +149,9 @@ def main() -> None:
                     help="guided perturbations: the last K gradient estimates span a subspace holding "
                          "1 - --es-guide-alpha of each perturbation's variance (0: isotropic)")
     ap.add_argument("--es-guide-alpha", type=float, default=ESConfig.guide_alpha, metavar="A")
+    ap.add_argument("--es-project", action="store_true",
+                    help="project each drawn module's term of the estimate onto the decision-margin gradients at "
+                         "its flipped call sites (ESConfig.project; needs --es-objective module-rank)")
     ap.add_argument("--es-objective", choices=OBJECTIVES, default="total",
                     help="what ES's gradient ascends (selection stays on total bytes)")
     ap.add_argument("--es-modules-per-pair", type=int, default=None, metavar="K",
@@ -223,9 +226,10 @@ def main() -> None:
                                average=args.es_average, skip_largest=args.es_skip_largest, momentum=args.es_momentum,
                                train_layers=args.es_train_layers, lr_end=args.es_lr_end * lr / args.es_lr,
                                lr_horizon=args.es_lr_horizon, validate_every=args.validate_every,
-                               guide=args.es_guide, guide_alpha=args.es_guide_alpha, keep_validated=True, **per_pair)
+                               guide=args.es_guide, guide_alpha=args.es_guide_alpha, project=args.es_project,
+                               keep_validated=True, **per_pair)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
-                                    pool=pool)
+                                    pool=pool, sites=train_trace.batches() if args.es_project else None)
             else:
                 cfg = PPOConfig(iterations=0, modules=args.ppo_modules, lr=args.ppo_lr, seed=args.seed,
                                 temperature=args.ppo_temperature, target_kl=args.ppo_target_kl,
@@ -247,7 +251,9 @@ def main() -> None:
             def report(m, n=name, ended=ended, start=start):
                 ended[str(m["iteration"])] = round(time.perf_counter() - start, 3)
                 print(n, m["iteration"], f"train {m['train_delta_percent']:+.3f}%", "val " + _percent(m),
-                      f"step {m['update_norm']:.3g}", flush=True)
+                      f"step {m['update_norm']:.3g}",
+                      *([f"projected {m['projected_dimensions']} dims ({m['projected_sites']} sites)"]
+                        if "projected_dimensions" in m else []), flush=True)
 
             while time.perf_counter() - start < args.budget and trainer.iteration < capped:
                 trainer.config.iterations += 1

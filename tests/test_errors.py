@@ -77,6 +77,7 @@ def test_usage_errors_exit_2(tmp_path):
         (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--lr-end", "0.01"],
          "--lr-end and --lr-horizon go together"),
         (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--lr-horizon", "0"], "must be at least 1"),
+        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--project"], "needs --objective module-rank"),
     ]:
         r = run(*args)
         assert r.returncode == 2 and said in r.stderr, (args, r.stderr)

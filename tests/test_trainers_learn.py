@@ -32,12 +32,15 @@ def _baseline():
 
 
 def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total", average: float = 0.0,
-            train_layers: int = 0, lr: float = 0.1, lr_end: float = 0.0, lr_horizon: int = 0, guide: int = 0):
+            train_layers: int = 0, lr: float = 0.1, lr_end: float = 0.0, lr_horizon: int = 0, guide: int = 0,
+            project: bool = False, hidden=(16,)):
     env = synthetic.SyntheticEnvironment(sign)
-    start = synthetic.warm_start(TRAIN, epochs=3)
+    start = synthetic.warm_start(TRAIN, hidden=hidden, epochs=3)
     cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=lr, seed=0, objective=objective,
-                   average=average, train_layers=train_layers, lr_end=lr_end, lr_horizon=lr_horizon, guide=guide)
-    trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
+                   average=average, train_layers=train_layers, lr_end=lr_end, lr_horizon=lr_horizon, guide=guide,
+                   project=project)
+    trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env,
+                        sites={m.name: m.batch() for m in TRAIN} if project else None)
     trainer.run()
     return start, trainer
 
@@ -70,9 +73,10 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                             # from twice the step to half of it (geometric mean: the constant's)
                                             (partial(_run_es, lr=0.2, lr_end=0.05, lr_horizon=30), 30),
                                             (partial(_run_es, guide=4), 30),
+                                            (partial(_run_es, objective="module-rank", project=True), 30),
                                             (_run_ppo, 80)],
                          ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
-                              "es-guided", "ppo"])
+                              "es-guided", "es-projected", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic

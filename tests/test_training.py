@@ -299,6 +299,12 @@ def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, cap
     calibration = config["sigma_calibration"]
     assert calibration["share"] >= 0.5 and config["sigma"] == calibration["sigma"] != 0.05
     assert main([*flip, "--iterations", "2", "--resume"]) == 0
+    # --project: the training trace's call sites give each module's directions; logged per iteration
+    projected = [*args[:5], "-o", str(tmp_path / "es_project"), *args[7:], "--flip-share", "0.5",
+                 "--objective", "module-rank", "--project"]
+    assert main([*projected, "--iterations", "1"]) == 0
+    m = [json.loads(line) for line in (tmp_path / "es_project" / "metrics.jsonl").read_text().splitlines()][-1]
+    assert m["projected_modules_unseen"] == 0 and m["projected_sites"] >= m["projected_dimensions"] > 0
 
 
 @pytest.mark.llvm

@@ -156,13 +156,25 @@ def cmd_train_es(args) -> int:
                    momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, objective=args.objective,
                    buckets=args.buckets, average=args.average, skip_largest=args.skip_largest,
                    train_layers=args.train_layers, lr_end=args.lr_end or 0.0, lr_horizon=args.lr_horizon or 0,
-                   guide=args.guide, guide_alpha=args.guide_alpha, validate_every=args.validate_every)
+                   guide=args.guide, guide_alpha=args.guide_alpha, validate_every=args.validate_every,
+                   project=args.project)
+    if args.project and args.objective != "module-rank":
+        raise UsageError("--project projects each module's term of the estimate: it needs --objective module-rank")
+
+    def make_trainer(policy, train, baseline, out, cfg, *, validation, pool):
+        sites = None
+        if cfg.project:  # the training modules' call-site features: their trace (cached beside the corpus)
+            from ..rollouts import trace_corpus
+
+            sites = trace_corpus(args.corpus, pool=pool, quiet=True).batches()
+        return ESTrainer(policy, train, baseline, out, cfg, validation=validation, pool=pool, sites=sites)
+
     prepare = None
     if args.flip_share is not None:
         def prepare(policy, train, pool) -> dict:
             cfg.sigma, calibration = _flip_share_sigma(policy, args, train, pool, cfg)
             return {"sigma_calibration": calibration}
-    return _rollout_trainer(args, "es", cfg, ESTrainer, "evolution strategies", prepare)
+    return _rollout_trainer(args, "es", cfg, make_trainer, "evolution strategies", prepare)
 
 
 def _flip_share_sigma(policy, args, train: list, pool, cfg) -> tuple[float, dict]:
@@ -393,6 +405,10 @@ def register(sub) -> None:
                          "pointing along are measured by every pair (guided ES; default 0: isotropic)")
     es.add_argument("--guide-alpha", type=fraction, default=0.5, metavar="A",
                     help="the isotropic share of a guided perturbation's variance (0.5)")
+    es.add_argument("--project", action="store_true",
+                    help="projected estimate (with --objective module-rank): each drawn module's term of the "
+                         "estimate keeps only the directions that move the decision margins of its call sites "
+                         "some candidate flipped (on the training trace's features); the rest is noise")
     es.add_argument("--modules", type=positive_int, default=16, help="modules per iteration, for every candidate (16)")
     es.add_argument("--modules-per-pair", type=positive_int, metavar="K",
                     help="instead: each antithetic pair draws its own K modules (ml-compiler-opt: 1 module, 100 pairs)")

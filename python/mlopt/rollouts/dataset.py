@@ -38,6 +38,15 @@ class TraceDataset:
     def rows_of(self, i: int) -> slice:
         return slice(int(self.module_rows[i]), int(self.module_rows[i + 1]))
 
+    def batches(self) -> dict[str, dict[str, np.ndarray]]:
+        """Per module name, its rows of every column (views, no copy); modules without rows left out."""
+        out = {}
+        for i, m in enumerate(self.modules):
+            rows = self.rows_of(i)
+            if rows.stop > rows.start:
+                out[m] = {k: v[rows] for k, v in self.columns.items()}
+        return out
+
     def module_index(self) -> dict[str, int]:
         return {m: i for i, m in enumerate(self.modules)}
 

@@ -54,6 +54,15 @@ problem, with what their setup leaves to chance made explicit:
   A direction the estimates keep pointing along is then measured by every
   pair instead of by chance, and the estimate (covariance times the
   gradient) leans the step along it;
+- optionally (``project``, with the module-rank objective) a projected
+  estimate: a module's cost depends on the parameters only through its
+  decisions, so each drawn module's term of the estimate keeps only its
+  component in the span of the decision-margin gradients at the call sites
+  some candidate flipped there (on the module's recorded features, the
+  training trace; :mod:`mlopt.training.es_projection`). The rest of a
+  perturbation is independent of that module's cost: its term there is
+  noise with zero mean, which the plain estimate steps along in thousands
+  of dimensions and the projected one leaves out;
 - optionally (``lr_end``, ``lr_horizon``) a step size that goes
   geometrically from ``lr`` to ``lr_end`` over the first ``lr_horizon``
   iterations and stays there: long steps while the warm start's margins
@@ -72,7 +81,7 @@ import json
 import math
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,6 +92,7 @@ from ..policy import MLPPolicy
 from ..rollouts.sampler import SizeStratifiedSampler
 from .checkpoint import load_checkpoint, save_checkpoint
 from .environment import CompilerEnvironment, first_failure, total_delta_percent
+from .es_projection import orthonormal_rows, projected_sum
 from .mlp_train import Adam
 
 OBJECTIVES = ("total", "module-rank")  # what the gradient ascends (ESConfig.objective)
@@ -129,6 +139,10 @@ class ESConfig:
     # each perturbation's variance (0: isotropic perturbations, as before)
     guide: int = 0
     guide_alpha: float = 0.5
+    # projected estimate (module-rank only): each drawn module's term of the estimate is projected onto the
+    # span of the decision-margin gradients at its call sites that some candidate decides differently from
+    # the center (es_projection.py), on the module's recorded features (ESTrainer's ``sites``)
+    project: bool = False
 
 
 def step_size(config: ESConfig, iteration: int) -> float:
@@ -193,24 +207,6 @@ def shape_values(values: np.ndarray, shaping: str) -> np.ndarray:
     return ranks / (len(v) - 1) - 0.5
 
 
-def orthonormal_rows(rows: np.ndarray, tolerance: float = 1e-8) -> np.ndarray:
-    """An orthonormal basis (rows) of the span of ``rows``, by modified Gram-Schmidt in their order;
-    rows that add less than ``tolerance`` of their own norm are left out. Elementwise numpy only
-    (no BLAS), so the bits do not depend on the CPU."""
-    basis: list[np.ndarray] = []
-    for r in np.asarray(rows, np.float64):
-        norm0 = math.sqrt(float((r * r).sum()))
-        if norm0 == 0.0:
-            continue
-        v = r.copy()
-        for b in basis:
-            v -= float((v * b).sum()) * b
-        norm = math.sqrt(float((v * v).sum()))
-        if norm > tolerance * norm0:
-            basis.append(v / norm)
-    return np.array(basis, np.float64).reshape(len(basis), np.asarray(rows).shape[-1])
-
-
 def guided_perturbations(z: np.ndarray, w: np.ndarray, basis: np.ndarray, alpha: float) -> np.ndarray:
     """Perturbations with covariance ``alpha I + (1 - alpha) (n / k) U U^T`` (``U``: the k orthonormal rows
     of ``basis``, ``n``: the dimension) from standard normal ``z`` (pairs x n) and ``w`` (pairs x k): the
@@ -241,7 +237,8 @@ class ESTrainer:
     on ``pool``)."""
 
     def __init__(self, policy: MLPPolicy, train: list, baseline: dict[str, float], run_dir: Path,
-                 config: ESConfig, *, validation: list | None = None, pool=None, env=None):
+                 config: ESConfig, *, validation: list | None = None, pool=None, env=None,
+                 sites: Mapping[str, Mapping[str, np.ndarray]] | None = None):
         if not train:
             raise MloptError("ES needs training modules")
         missing = [e.name for e in train + (validation or []) if e.name not in baseline]
@@ -258,11 +255,21 @@ class ESTrainer:
         if config.guide < 0 or not 0.0 < config.guide_alpha <= 1.0:
             raise MloptError(f"guide must be >= 0 estimates and guide_alpha in (0, 1] (got guide {config.guide!r}, "
                              f"guide_alpha {config.guide_alpha!r})")
+        if config.project and (config.objective != "module-rank" or config.guide or config.modules_per_pair):
+            raise MloptError("the projected estimate (project) needs objective module-rank, one shared draw "
+                             "(no modules_per_pair) and isotropic perturbations (no guide)")
+        if config.project and policy.problem.num_actions != 2:
+            raise MloptError(f"the projected estimate (project) needs a two-action problem, not "
+                             f"{policy.problem.name!r} ({policy.problem.num_actions} actions)")
+        if config.project and sites is None:
+            raise MloptError("the projected estimate (project) needs the training modules' call-site features "
+                             "(a trace of the training split: ESTrainer(sites=...))")
         if (config.lr_end or config.lr_horizon) and not (config.lr_end > 0 and config.lr_horizon >= 1):
             raise MloptError("a step-size schedule needs both lr_end > 0 and lr_horizon >= 1 iterations "
                              f"(got lr_end {config.lr_end!r}, lr_horizon {config.lr_horizon!r})")
         self.template = policy
         self.train = train
+        self.sites = sites or {}
         self.validation = validation or []
         self.baseline = baseline
         self.run_dir = Path(run_dir)
@@ -361,6 +368,10 @@ class ESTrainer:
             signal = signal - signal.mean(axis=1, keepdims=True)
         shaped = shape_values(signal.reshape(-1), cfg.shaping).reshape(k, 2)
         grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps[kept]).sum(axis=0) / (2 * k * cfg.sigma)
+        projection_metrics = {}
+        if cfg.project:
+            grad, projection_metrics = self._projected(candidates, draws[0], flat.reshape(2 * self.pairs, -1),
+                                                       shaped[:, 0] - shaped[:, 1], eps)
         guide_metrics = {}
         if cfg.guide:
             g = grad[self.trained].astype(np.float64)
@@ -394,7 +405,7 @@ class ESTrainer:
                    "failed_modules": drawn - compiled,
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
                    "cache_hit_share": hits / len(items),
-                   "validation_delta_percent": val, **guide_metrics}
+                   "validation_delta_percent": val, **guide_metrics, **projection_metrics}
         if val is not None and cfg.keep_validated:
             (self.run_dir / "validated").mkdir(exist_ok=True)
             snapshot = self.run_dir / "validated" / f"{self.iteration:04d}.npz"
@@ -405,6 +416,28 @@ class ESTrainer:
         self.save_checkpoint()
         shutil.rmtree(work, ignore_errors=True)
         return metrics
+
+    def _projected(self, candidates: list, chosen: list, costs: np.ndarray, shaped_differences: np.ndarray,
+                   eps: np.ndarray) -> tuple[np.ndarray, dict]:
+        """The projected estimate (ESConfig.project): module j's term ``sum_p delta_pj eps_p`` (delta_pj: the
+        pair's difference of centered ranks on module j) projected onto the span of the margin gradients at
+        its flipped sites, averaged over the modules, and scaled by kappa = rms(shaped pair differences) /
+        rms(mean over modules of delta_pj), so that with no projection it is the plain estimate up to the
+        final rank shaping of the candidates' mean ranks. Modules without recorded features or without a
+        flipped site there add nothing (counted)."""
+        cfg = self.config
+        ok = np.flatnonzero(~np.isnan(costs).any(axis=0))
+        ranks = np.stack([shape_values(-costs[:, j], "rank") for j in ok], axis=1)  # candidates x modules
+        delta = ranks[0::2] - ranks[1::2]  # pairs x modules
+        mean = delta.mean(axis=1)
+        rms_mean = math.sqrt(float((mean * mean).mean()))
+        kappa = math.sqrt(float((shaped_differences ** 2).mean())) / rms_mean if rms_mean else 0.0
+        names = [chosen[j].name for j in ok]
+        total, metrics = projected_sum(unflatten(self.template, self.theta), candidates, names, delta, eps,
+                                       self.sites, self.trained, self.scale)
+        grad = np.zeros(self.theta.size, np.float32)
+        grad[self.trained] = kappa * total / (len(ok) * 2 * self.pairs * cfg.sigma)
+        return grad, {**metrics, "projection_kappa": kappa}
 
     def _deltas(self, draws: list[list], flat: np.ndarray) -> tuple[np.ndarray, int]:
         """Per candidate (2p: +, 2p+1: -), the total objective delta in % of its draw's heuristic baseline
