@@ -13,8 +13,8 @@ import pytest
 
 from mlopt.errors import MloptError
 from mlopt.rollouts.dataset import TraceDataset
-from mlopt.training.es import ESConfig, ESTrainer, flatten, orthonormal_rows, unflatten
-from mlopt.training.es_projection import flipped_sites, margin_gradients, project
+from mlopt.training.es import ESConfig, ESTrainer, flatten, unflatten
+from mlopt.training.es_projection import flipped_sites, margin_gradients, orthonormal_rows, project
 from tests.support import synthetic
 
 TRAIN = synthetic.modules(32, seed=11, prefix="t")
