@@ -43,7 +43,15 @@ from mlopt.problems import load_weights
 from mlopt.rollouts import trace_corpus
 from mlopt.rollouts.sampler import SizeStratifiedSampler
 from mlopt.training.environment import CompilerEnvironment
-from mlopt.training.es import flatten, layer_scale, module_ranks, shape_values, trained_mask, unflatten
+from mlopt.training.es import (
+    flatten,
+    layer_scale,
+    module_ranks,
+    per_module_ranks,
+    shape_values,
+    trained_mask,
+    unflatten,
+)
 from mlopt.training.es_projection import orthonormal_rows, project, projected_sum
 from mlopt.workers import make_pool
 
@@ -64,7 +72,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float | None:
 
 def module_rank_deltas(costs: np.ndarray) -> np.ndarray:
     """Pairs x modules: the + candidate's centered rank on the module minus the - candidate's."""
-    ranks = np.stack([shape_values(-costs[:, j], "rank") for j in range(costs.shape[1])], axis=1)
+    ranks = per_module_ranks(costs).T
     return ranks[0::2] - ranks[1::2]
 
 

@@ -182,10 +182,23 @@ class MLPPolicy:
         and |b|, a bound on every partial sum. Where the top logit leads by
         more than both slacks, every evaluation order picks the same action
         (what :meth:`LoadedPolicy.decide` uses to skip LiteRT)."""
-        x = self._normalized(batch)
+        return self._logits_with_slack_of_inputs(self._normalized(batch))
+
+    def _logits_with_slack_of_inputs(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         fast = self._forward(x, self.layers, _blas_dense)
         scale = self._forward(np.abs(x), [(np.abs(w), np.abs(b)) for w, b in self.layers], _blas_dense)
         return fast, SLACK * scale
+
+    def decide_inputs(self, x: np.ndarray) -> np.ndarray:
+        """``argmax(logits_of_inputs(x))`` exactly, several times faster: rows whose top logit leads by
+        more than :meth:`logits_with_slack`'s bound are decided from BLAS's logits, the others by the
+        decision pass."""
+        fast, slack = self._logits_with_slack_of_inputs(x)
+        decided, unsure = sure_decisions(fast, slack)
+        unsure = np.flatnonzero(unsure)
+        if len(unsure):
+            decided[unsure] = np.argmax(self.logits_of_inputs(x[unsure]), axis=1)
+        return decided
 
     def _normalized(self, batch) -> np.ndarray:
         return self.vocab.normalize(feature_matrix(batch, self.problem.features), self.widths)

@@ -226,7 +226,14 @@ def module_ranks(costs: np.ndarray) -> np.ndarray:
     c = np.asarray(costs, np.float64)
     if c.ndim != 2 or c.shape[1] == 0:
         raise MloptError(f"module_ranks needs a candidates x modules matrix, got shape {c.shape}")
-    return np.mean([shape_values(-c[:, j], "rank") for j in range(c.shape[1])], axis=0)
+    return np.mean(per_module_ranks(c), axis=0)
+
+
+def per_module_ranks(costs: np.ndarray) -> np.ndarray:
+    """Modules x candidates: each candidate's centered rank of its cost on the module (smaller cost =
+    higher rank, ties averaged); :func:`module_ranks` is their mean."""
+    c = np.asarray(costs, np.float64)
+    return np.array([shape_values(-c[:, j], "rank") for j in range(c.shape[1])]).reshape(c.shape[1], len(c))
 
 
 class ESTrainer:
@@ -367,11 +374,12 @@ class ESTrainer:
         if cfg.modules_per_pair:  # pairs drew different modules: shape the within-pair differences only
             signal = signal - signal.mean(axis=1, keepdims=True)
         shaped = shape_values(signal.reshape(-1), cfg.shaping).reshape(k, 2)
-        grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps[kept]).sum(axis=0) / (2 * k * cfg.sigma)
         projection_metrics = {}
         if cfg.project:
             grad, projection_metrics = self._projected(candidates, draws[0], flat.reshape(2 * self.pairs, -1),
                                                        shaped[:, 0] - shaped[:, 1], eps)
+        else:
+            grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps[kept]).sum(axis=0) / (2 * k * cfg.sigma)
         guide_metrics = {}
         if cfg.guide:
             g = grad[self.trained].astype(np.float64)
@@ -427,7 +435,7 @@ class ESTrainer:
         flipped site there add nothing (counted)."""
         cfg = self.config
         ok = np.flatnonzero(~np.isnan(costs).any(axis=0))
-        ranks = np.stack([shape_values(-costs[:, j], "rank") for j in ok], axis=1)  # candidates x modules
+        ranks = per_module_ranks(costs[:, ok]).T  # candidates x modules
         delta = ranks[0::2] - ranks[1::2]  # pairs x modules
         mean = delta.mean(axis=1)
         rms_mean = math.sqrt(float((mean * mean).mean()))

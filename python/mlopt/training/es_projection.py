@@ -17,10 +17,9 @@ Debian corpus (stop 57, 48 modules and 16 pairs per iteration) an
 iteration flips a median of 343 such sites, whose gradients span 281
 directions of the network's 9,557.
 
-Everything here is deterministic on every CPU: decisions come from a
-BLAS pass whose unsure rows are decided again in the policy's exact order
-(:func:`mlopt.policy.mlp.sure_decisions`), and gradients, bases and
-projections use elementwise numpy only."""
+Everything here is deterministic on every CPU: decisions are exact
+(:meth:`mlopt.policy.mlp.MLPPolicy.decide_inputs`), and gradients, bases
+and projections use elementwise numpy only."""
 
 from __future__ import annotations
 
@@ -29,35 +28,24 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..policy.mlp import SLACK, MLPPolicy, _blas_dense, sure_decisions
+from ..policy.mlp import MLPPolicy
 
 MAX_SITES = 256  # per module: the sites nearest the center's decision boundary
-
-
-def _decisions(policy: MLPPolicy, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's action (exact, as the compiled policy decides) and the center's margin
-    (logit 1 - logit 0, from the fast pass) for normalized inputs ``x``."""
-    fast = policy._forward(x.copy(), policy.layers, _blas_dense)
-    scale = policy._forward(np.abs(x), [(np.abs(w), np.abs(b)) for w, b in policy.layers], _blas_dense)
-    lead, unsure = sure_decisions(fast, SLACK * scale)
-    if unsure.any():
-        lead = lead.copy()
-        lead[unsure] = np.argmax(policy.logits_of_inputs(x[unsure]), axis=1)
-    return lead, fast[:, 1] - fast[:, 0]
 
 
 def flipped_sites(center: MLPPolicy, candidates: list[MLPPolicy], x: np.ndarray,
                   max_sites: int = MAX_SITES) -> np.ndarray:
     """Indices (ascending) of the rows of ``x`` (normalized inputs) where some candidate decides
-    differently from ``center``; at most ``max_sites``, those with the smallest |center margin|."""
-    base, margin = _decisions(center, x)
+    differently from ``center``; at most ``max_sites``, those with the smallest |center margin| (the
+    decision pass's, so the choice does not depend on the CPU)."""
+    base = center.decide_inputs(x)
     flipped = np.zeros(len(x), bool)
     for c in candidates:
-        flipped |= _decisions(c, x)[0] != base
+        flipped |= c.decide_inputs(x) != base
     sites = np.flatnonzero(flipped)
     if len(sites) > max_sites:
-        order = np.lexsort((sites, np.abs(margin[sites])))  # nearest the boundary, then by index
-        sites = np.sort(sites[order[:max_sites]])
+        margin = np.diff(center.logits_of_inputs(x[sites]), axis=1)[:, 0]
+        sites = np.sort(sites[np.lexsort((sites, np.abs(margin)))[:max_sites]])  # nearest, then by index
     return sites
 
 

@@ -33,7 +33,6 @@ import numpy as np
 
 from ..errors import MloptError
 from ..policy import MLPPolicy
-from ..policy.mlp import sure_decisions
 from .es import flatten, layer_scale, trained_mask, unflatten
 
 
@@ -93,12 +92,7 @@ def decisions(policy: MLPPolicy, batch: dict) -> np.ndarray:
     own = type(policy)
     if own.logits is not MLPPolicy.logits or own.logits_with_slack is not MLPPolicy.logits_with_slack:
         return np.argmax(policy.logits(batch), axis=1)
-    fast, slack = policy.logits_with_slack(batch)
-    decided, unsure = sure_decisions(fast, slack)
-    unsure = np.flatnonzero(unsure)
-    if len(unsure):
-        decided[unsure] = np.argmax(policy.logits({k: v[unsure] for k, v in batch.items()}), axis=1)
-    return decided
+    return policy.decide_inputs(policy.training_inputs(batch)[0])
 
 
 def _perturbations(policy: MLPPolicy, samples: int, seed: int, train_layers: int) -> np.ndarray:
