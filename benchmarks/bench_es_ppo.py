@@ -152,6 +152,11 @@ def main() -> None:
     ap.add_argument("--es-project", action="store_true",
                     help="project each drawn module's term of the estimate onto the decision-margin gradients at "
                          "its flipped call sites (ESConfig.project; needs --es-objective module-rank)")
+    ap.add_argument("--es-line-search", type=lambda t: tuple(float(v) for v in t.split(",")), default=(),
+                    metavar="T,T", help="after each estimate, compile a fresh draw with the iterate moved by each "
+                    "of these multiples of the step (0: refuse it) and take the best (ESConfig.line_search)")
+    ap.add_argument("--es-line-search-modules", type=int, default=0, metavar="K",
+                    help="modules of each line-search draw (0: --es-modules)")
     ap.add_argument("--es-objective", choices=OBJECTIVES, default="total",
                     help="what ES's gradient ascends (selection stays on total bytes)")
     ap.add_argument("--es-modules-per-pair", type=int, default=None, metavar="K",
@@ -159,6 +164,9 @@ def main() -> None:
     ap.add_argument("--languages", default=None, metavar="LANGS",
                     help="train and validate on these languages' modules only (e.g. c; the manifests' "
                          "module_languages); test still compiles every module and reports C and C++ apart")
+    ap.add_argument("--train-languages", default=None, metavar="LANGS",
+                    help="draw training modules of these languages only (e.g. c++); validation and test keep "
+                         "every language, so the policy is chosen by the objective that is reported")
     ap.add_argument("--ppo-modules", type=int, default=32)
     ap.add_argument("--ppo-lr", type=float, default=3e-4)
     ap.add_argument("--ppo-temperature", type=float, default=PPOConfig.temperature)
@@ -200,6 +208,12 @@ def main() -> None:
                 side[s] = [e for e in side[s] if lang.get(e.name) in keep]
             results["languages"] = {"only": sorted(keep), **{s: len(side[s]) for s in ("train", "validation")}}
             print("languages", json.dumps(results["languages"]), flush=True)
+        if args.train_languages:
+            keep = set(args.train_languages.split(","))
+            lang = module_languages(args.splits / "train")
+            side["train"] = [e for e in side["train"] if lang.get(e.name) in keep]
+            results["train_languages"] = {"only": sorted(keep), "train": len(side["train"])}
+            print("train languages", json.dumps(results["train_languages"]), flush=True)
         env = CompilerEnvironment(init.problem, pool)
         languages = module_languages(args.splits / "test")
         results["bc"] = {"test": test_report(env, init, side["test"], baseline, args.out / "work", languages)}
@@ -215,7 +229,8 @@ def main() -> None:
                 sigma, lr = args.es_sigma, args.es_lr
                 if args.es_flip_share is not None or args.es_flip_reference is not None:
                     trained = {e.name for e in side["train"]}
-                    among = [i for i, m in enumerate(train_trace.modules) if m in trained] if args.languages else None
+                    among = ([i for i, m in enumerate(train_trace.modules) if m in trained]
+                             if args.languages or args.train_languages else None)
                     sigma, results["es_sigma_calibration"] = _calibrated_sigma(args, init, train_trace, among)
                     if args.es_lr_follows_sigma:
                         lr = results["es_sigma_calibration"]["lr"] = args.es_lr * sigma / args.es_sigma
@@ -227,6 +242,7 @@ def main() -> None:
                                train_layers=args.es_train_layers, lr_end=args.es_lr_end * lr / args.es_lr,
                                lr_horizon=args.es_lr_horizon, validate_every=args.validate_every,
                                guide=args.es_guide, guide_alpha=args.es_guide_alpha, project=args.es_project,
+                               line_search=args.es_line_search, line_search_modules=args.es_line_search_modules,
                                keep_validated=True, **per_pair)
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool, sites=train_trace.batches() if args.es_project else None)
@@ -253,7 +269,8 @@ def main() -> None:
                 print(n, m["iteration"], f"train {m['train_delta_percent']:+.3f}%", "val " + _percent(m),
                       f"step {m['update_norm']:.3g}",
                       *([f"projected {m['projected_dimensions']} dims ({m['projected_sites']} sites)"]
-                        if "projected_dimensions" in m else []), flush=True)
+                        if "projected_dimensions" in m else []),
+                      *([f"x{m['line_search_multiple']:g}"] if "line_search_multiple" in m else []), flush=True)
 
             while time.perf_counter() - start < args.budget and trainer.iteration < capped:
                 trainer.config.iterations += 1

@@ -78,6 +78,12 @@ def test_usage_errors_exit_2(tmp_path):
          "--lr-end and --lr-horizon go together"),
         (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--lr-horizon", "0"], "must be at least 1"),
         (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--project"], "needs --objective module-rank"),
+        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--line-search", "1"],
+         "at least two distinct finite multiples"),
+        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--line-search", "0,x"],
+         "like 0,0.5,1,2"),
+        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--line-search-modules", "8"],
+         "give the step multiples too"),
     ]:
         r = run(*args)
         assert r.returncode == 2 and said in r.stderr, (args, r.stderr)

@@ -33,12 +33,12 @@ def _baseline():
 
 def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total", average: float = 0.0,
             train_layers: int = 0, lr: float = 0.1, lr_end: float = 0.0, lr_horizon: int = 0, guide: int = 0,
-            project: bool = False, hidden=(16,)):
+            project: bool = False, hidden=(16,), line_search=()):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, hidden=hidden, epochs=3)
     cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=lr, seed=0, objective=objective,
                    average=average, train_layers=train_layers, lr_end=lr_end, lr_horizon=lr_horizon, guide=guide,
-                   project=project)
+                   project=project, line_search=line_search)
     trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env,
                         sites={m.name: m.batch() for m in TRAIN} if project else None)
     trainer.run()
@@ -74,9 +74,11 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                             (partial(_run_es, lr=0.2, lr_end=0.05, lr_horizon=30), 30),
                                             (partial(_run_es, guide=4), 30),
                                             (partial(_run_es, objective="module-rank", project=True), 30),
+                                            (partial(_run_es, objective="module-rank", line_search=(0, 0.5, 1, 2)),
+                                             30),
                                             (_run_ppo, 80)],
                          ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
-                              "es-guided", "es-projected", "ppo"])
+                              "es-guided", "es-projected", "es-line-search", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -526,3 +528,49 @@ def test_cli_train_ppo_runs_resumes_and_refuses_a_silent_restart(real_setup, min
     assert [m["iteration"] for m in metrics] == [0, 1, 2] and all(m["modules"] == 2 for m in metrics[1:])
     assert main([*args, "--iterations", "1", "--force"]) == 0  # starts over
     assert [json.loads(s)["iteration"] for s in (tmp_path / "ppo" / "metrics.jsonl").read_text().splitlines()] == [0, 1]
+
+
+def test_line_search_takes_the_multiple_best_on_a_fresh_draw_and_steps_exactly_by_it(tmp_path):
+    from mlopt.training.es import LINE_SEARCH_STREAM, line_search_choice
+
+    # the choice: module ranks (every module the same say) or totals; ties to the multiple nearest 1
+    costs = np.array([[100, 10, 10], [90, 11, 11], [80, 12, 12]], float)  # multiples 0, 1, 2
+    assert line_search_choice(costs, (0, 1, 2), "module-rank") == 0
+    assert line_search_choice(costs, (0, 1, 2), "total") == 2
+    assert line_search_choice(np.full((3, 2), 5.0), (0, 2, 1), "module-rank") == 2  # all tie: 1
+    assert line_search_choice(np.full((2, 2), 5.0), (0, 2), "total") == 0  # 0 and 2 tie: the smaller
+    # one iteration: the iterate is the plain run's start + the chosen multiple x its step, the multiples
+    # compiled on one draw of their own
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    theta0 = flatten(start)
+
+    def one(sub, line_search, sign=1.0):
+        env = _FailingEnvironment(set())
+        env.reward_sign = sign
+        cfg = ESConfig(iterations=1, modules_per_perturbation=8, sigma=0.1, lr=0.1, seed=0, objective="module-rank",
+                       line_search=line_search)
+        trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path / sub, cfg, env=env)
+        trainer.run()
+        return trainer, json.loads((tmp_path / sub / "metrics.jsonl").read_text().splitlines()[-1]), env
+
+    chosen = set()
+    for sign in (1.0, -1.0):
+        plain, _, plain_env = one(f"plain{sign}", (), sign)
+        step = plain.theta - theta0
+        assert np.abs(step).max() > 0
+        for line_search in [(0, 1), (0, 0.5, 1, 2)]:
+            trainer, m, env = one(f"ls{len(line_search)}{sign}", line_search, sign)
+            t = m["line_search_multiple"]
+            chosen.add(t)
+            assert t in line_search and m["line_search_modules"] == 8
+            np.testing.assert_allclose(trainer.theta - theta0, t * step, rtol=0, atol=1e-6)
+            assert env.items[:len(plain_env.items)] == plain_env.items  # the estimate's compiles: the plain run's
+            drawn = [name for _, name in env.items[len(plain_env.items):]]
+            expected = [TRAIN[j].name for j in trainer.sampler.sample(0, 8, stream=LINE_SEARCH_STREAM)]
+            assert drawn == expected * len(line_search)
+            assert not set(expected) <= {name for _, name in plain_env.items}  # a draw the estimate did not see
+    assert len(chosen) > 1  # the choice depends on what the multiples do
+    for bad in [(1,), (1, 1), (-1, 1)]:
+        with pytest.raises(MloptError, match="line search"):
+            ESTrainer(start, TRAIN, _baseline(), tmp_path / "bad",
+                      ESConfig(iterations=1, line_search=bad), env=synthetic.SyntheticEnvironment(1.0))

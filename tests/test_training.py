@@ -305,6 +305,14 @@ def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, cap
     assert main([*projected, "--iterations", "1"]) == 0
     m = [json.loads(line) for line in (tmp_path / "es_project" / "metrics.jsonl").read_text().splitlines()][-1]
     assert m["projected_modules_unseen"] == 0 and m["projected_sites"] >= m["projected_dimensions"] > 0
+    # --line-search: a fresh draw compiled by each multiple of the step, the chosen one logged; resumable
+    searched = [*args[:5], "-o", str(tmp_path / "es_line"), *args[7:], "--flip-share", "0.5",
+                "--line-search", "0,1,2", "--line-search-modules", "3"]
+    assert main([*searched, "--iterations", "1"]) == 0
+    assert main([*searched, "--iterations", "2", "--resume"]) == 0
+    m = [json.loads(line) for line in (tmp_path / "es_line" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in m] == [0, 1, 2]
+    assert all(r["line_search_multiple"] in (0, 1, 2) and r["line_search_modules"] == 3 for r in m[1:])
 
 
 @pytest.mark.llvm

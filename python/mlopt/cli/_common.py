@@ -148,6 +148,18 @@ def float_list(text: str) -> tuple[float, ...]:
     return _positive_list(text, float, "numbers", "1,4,16", allow_empty=False)
 
 
+def step_multiples(text: str) -> tuple[float, ...]:
+    """``0,0.5,1,2`` -> (0.0, 0.5, 1.0, 2.0): at least two distinct numbers, none negative."""
+    try:
+        values = tuple(float(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated step multiples like 0,0.5,1,2, "
+                                         f"got {text!r}") from None
+    if len(set(values)) < 2 or any(not v >= 0 or v == float("inf") for v in values):
+        raise argparse.ArgumentTypeError(f"needs at least two distinct finite multiples, none negative, got {text!r}")
+    return values
+
+
 def error_line(e: BaseException) -> str:
     """The one-line message for an error the user can act on."""
     if isinstance(e, OutputExistsError):

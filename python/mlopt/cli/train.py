@@ -16,6 +16,7 @@ from ._common import (
     positive_float,
     positive_int,
     problem_name,
+    step_multiples,
 )
 
 
@@ -157,7 +158,10 @@ def cmd_train_es(args) -> int:
                    buckets=args.buckets, average=args.average, skip_largest=args.skip_largest,
                    train_layers=args.train_layers, lr_end=args.lr_end or 0.0, lr_horizon=args.lr_horizon or 0,
                    guide=args.guide, guide_alpha=args.guide_alpha, validate_every=args.validate_every,
-                   project=args.project)
+                   project=args.project, line_search=args.line_search or (),
+                   line_search_modules=args.line_search_modules or 0)
+    if args.line_search_modules and not args.line_search:
+        raise UsageError("--line-search-modules sets the draw of --line-search; give the step multiples too")
     if args.project and args.objective != "module-rank":
         raise UsageError("--project projects each module's term of the estimate: it needs --objective module-rank")
 
@@ -409,6 +413,12 @@ def register(sub) -> None:
                     help="projected estimate (with --objective module-rank): each drawn module's term of the "
                          "estimate keeps only the directions that move the decision margins of its call sites "
                          "some candidate flipped (on the training trace's features); the rest is noise")
+    es.add_argument("--line-search", type=step_multiples, metavar="T,T",
+                    help="after each estimate, compile a fresh draw of training modules with the iterate moved by "
+                         "each multiple T of the step (0 refuses it) and take the best by --objective "
+                         "(e.g. 0,0.5,1,2; default: the step as estimated)")
+    es.add_argument("--line-search-modules", type=positive_int, metavar="K",
+                    help="modules of each --line-search draw (default: --modules)")
     es.add_argument("--modules", type=positive_int, default=16, help="modules per iteration, for every candidate (16)")
     es.add_argument("--modules-per-pair", type=positive_int, metavar="K",
                     help="instead: each antithetic pair draws its own K modules (ml-compiler-opt: 1 module, 100 pairs)")

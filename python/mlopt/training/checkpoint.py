@@ -28,9 +28,9 @@ def load_checkpoint(run_dir: Path, config) -> dict[str, np.ndarray] | None:
         return None
     with np.load(path) as z:
         saved = json.loads(bytes(z["config"]).decode())
-        mine = asdict(config)
+        mine = json.loads(json.dumps(asdict(config)))  # as saved: tuples are lists
         # A setting newer than the checkpoint was saved with its default.
-        saved = {f.name: f.default for f in fields(config)} | saved
+        saved = json.loads(json.dumps({f.name: f.default for f in fields(config)})) | saved
         changed = [k for k in mine if k != "iterations" and saved.get(k) != mine[k]]
         if changed:
             raise MloptError(f"{path}: the run was started with other settings ({changed[0]}: "

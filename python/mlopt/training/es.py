@@ -63,6 +63,14 @@ problem, with what their setup leaves to chance made explicit:
   perturbation is independent of that module's cost: its term there is
   noise with zero mean, which the plain estimate steps along in thousands
   of dimensions and the projected one leaves out;
+- optionally (``line_search``) the step's length is chosen by what it
+  does: the current iterate moved by each listed multiple of the update
+  (0 included, the step can be refused) compiles a fresh draw of modules,
+  one the estimate never saw, and the multiple with the best value there
+  (the objective's: mean module rank, or total) is taken. ES's estimate
+  is first order within the perturbations' radius, and a step flips
+  decisions across the whole training split that its draw never
+  measured; this measures the step itself on unbiased modules;
 - optionally (``lr_end``, ``lr_horizon``) a step size that goes
   geometrically from ``lr`` to ``lr_end`` over the first ``lr_horizon``
   iterations and stays there: long steps while the warm start's margins
@@ -143,6 +151,25 @@ class ESConfig:
     # span of the decision-margin gradients at its call sites that some candidate decides differently from
     # the center (es_projection.py), on the module's recorded features (ESTrainer's ``sites``)
     project: bool = False
+    # line search: the step multiples (>= 0; 0 refuses the step) compiled on a fresh draw of
+    # line_search_modules modules (0: modules_per_perturbation) after each estimate; the best by the
+    # objective is taken (ties: the multiple nearest 1, then the smaller). Empty: the step as estimated.
+    line_search: tuple[float, ...] = ()
+    line_search_modules: int = 0
+
+
+LINE_SEARCH_STREAM = 1 << 20  # the sampler stream of line-search draws (per-pair draws use 1..pairs)
+
+
+def line_search_choice(costs: np.ndarray, multiples, objective: str) -> int:
+    """The index of the chosen multiple from ``costs`` (multiples x modules, every entry a value): the
+    highest mean module rank (``module-rank``) or the smallest total (``total``); ties go to the multiple
+    nearest 1, then to the smaller."""
+    c = np.asarray(costs, np.float64)
+    value = module_ranks(c) if objective == "module-rank" else -c.sum(axis=1)
+    best = value.max()
+    tied = [j for j in range(len(multiples)) if value[j] == best]
+    return min(tied, key=lambda j: (abs(float(multiples[j]) - 1.0), float(multiples[j])))
 
 
 def step_size(config: ESConfig, iteration: int) -> float:
@@ -271,6 +298,11 @@ class ESTrainer:
         if config.project and sites is None:
             raise MloptError("the projected estimate (project) needs the training modules' call-site features "
                              "(a trace of the training split: ESTrainer(sites=...))")
+        if config.line_search and (len(set(config.line_search)) < 2 or min(config.line_search) < 0
+                                   or config.line_search_modules < 0):
+            raise MloptError("a line search needs at least two distinct step multiples, none negative, and "
+                             f"line_search_modules >= 0 (got {config.line_search!r}, "
+                             f"{config.line_search_modules!r})")
         if (config.lr_end or config.lr_horizon) and not (config.lr_end > 0 and config.lr_horizon >= 1):
             raise MloptError("a step-size schedule needs both lr_end > 0 and lr_horizon >= 1 iterations "
                              f"(got lr_end {config.lr_end!r}, lr_horizon {config.lr_horizon!r})")
@@ -396,6 +428,10 @@ class ESTrainer:
         ratio = norm / radius
         if ratio > cfg.max_step:
             update *= cfg.max_step / ratio
+        line_metrics = {}
+        if cfg.line_search:
+            multiple, line_metrics = self._line_search(update, work, i)
+            update = (np.float32(multiple) * update).astype(np.float32)
         self.theta = (self.theta + self.scale * update).astype(np.float32)
         if cfg.average:
             self.averaged = cfg.average * self.averaged + (1.0 - cfg.average) * self.theta.astype(np.float64)
@@ -413,7 +449,7 @@ class ESTrainer:
                    "failed_modules": drawn - compiled,
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
                    "cache_hit_share": hits / len(items),
-                   "validation_delta_percent": val, **guide_metrics, **projection_metrics}
+                   "validation_delta_percent": val, **guide_metrics, **projection_metrics, **line_metrics}
         if val is not None and cfg.keep_validated:
             (self.run_dir / "validated").mkdir(exist_ok=True)
             snapshot = self.run_dir / "validated" / f"{self.iteration:04d}.npz"
@@ -446,6 +482,31 @@ class ESTrainer:
         grad = np.zeros(self.theta.size, np.float32)
         grad[self.trained] = kappa * total / (len(ok) * 2 * self.pairs * cfg.sigma)
         return grad, {**metrics, "projection_kappa": kappa}
+
+    def _line_search(self, update: np.ndarray, work: Path, i: int) -> tuple[float, dict]:
+        """The chosen multiple of ``update`` (normalized space) and its metrics: every multiple of
+        ``config.line_search`` compiles the same fresh draw (sampler stream LINE_SEARCH_STREAM); modules
+        some multiple failed on are left out; with none left the step is taken as estimated (1.0)."""
+        cfg = self.config
+        multiples = [float(t) for t in cfg.line_search]
+        chosen = [self.train[j] for j in self.sampler.sample(i, cfg.line_search_modules or cfg.modules_per_perturbation,
+                                                             stream=LINE_SEARCH_STREAM)]
+        candidates = [unflatten(self.template, (self.theta + self.scale * (np.float32(t) * update)).astype(np.float32))
+                      for t in multiples]
+        items = [(c, e) for c in range(len(multiples)) for e in chosen]
+        start = time.perf_counter()
+        costs = np.array([np.nan if c is None else c for c in self.env.costs(candidates, items, work)],
+                         np.float64).reshape(len(multiples), len(chosen))
+        ok = ~np.isnan(costs).any(axis=0)
+        metrics = {"line_search_modules": int(ok.sum()), "line_search_seconds": time.perf_counter() - start,
+                   "line_search_cache_hit_share": getattr(self.env, "cache_hits", 0) / max(len(items), 1)}
+        if not ok.any():
+            return 1.0, {**metrics, "line_search_multiple": 1.0}
+        base = np.array([self.baseline[e.name] for e in chosen], np.float64)[ok]
+        deltas = 100.0 * (costs[:, ok].sum(axis=1) - base.sum()) / base.sum()
+        multiple = multiples[line_search_choice(costs[:, ok], multiples, cfg.objective)]
+        return multiple, {**metrics, "line_search_multiple": multiple,
+                          "line_search_delta_percent": [float(d) for d in deltas]}
 
     def _deltas(self, draws: list[list], flat: np.ndarray) -> tuple[np.ndarray, int]:
         """Per candidate (2p: +, 2p+1: -), the total objective delta in % of its draw's heuristic baseline
