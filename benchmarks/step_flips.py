@@ -12,7 +12,15 @@ same subset of modules, about 131,000 decisions, the same bits on any CPU).
 
 Prints one line per snapshot and a summary per run: the median share
 changed per validation interval over the first and the second half of the
-run, and how far the snapshots are from the start."""
+run, and how far the snapshots are from the start. With ``--sigma-curve``,
+at the iterations ``--at`` (0: the starting policy) it also prints what a
+perturbation of each listed sigma changes (16 perturbations relative to
+the starting policy's layer scale, as ES draws them) and the share of
+modules with a call site within 0.01, 0.1 and 1 of the decision boundary
+(logit of inlining minus logit of not).
+
+    python3 benchmarks/step_flips.py SPLITS PRIOR RUN --sigma-curve 0.002,0.005,0.01,0.02,0.04,0.075 \
+        --at 0,20,40,60,80"""
 
 from __future__ import annotations
 
@@ -24,6 +32,7 @@ import numpy as np
 
 from mlopt.problems import load_weights
 from mlopt.rollouts import trace_corpus
+from mlopt.training.es import flatten, layer_scale, unflatten
 from mlopt.training.sigma_calibration import decisions, flip_probe, module_flip_share
 
 
@@ -34,12 +43,36 @@ def changed_share(probe, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return float(modules), float(diff.mean())
 
 
+def sigma_curve(start, policy, trace, sigmas: list[float]) -> tuple[list[float], list[float]]:
+    """What perturbations of each sigma (relative to ``start``'s layer scale) change of the probe's modules
+    around ``policy``, and the shares of modules with a site within 0.01, 0.1, 1 of the boundary."""
+    probe = flip_probe(policy, trace.columns, trace.module_rows)
+    eps = np.random.default_rng([0, 0x516]).standard_normal((16, flatten(start).size)).astype(np.float32)
+    eps *= layer_scale(start)
+    theta = flatten(policy)
+    shares = []
+    for sigma in sigmas:
+        changed = [changed_share(probe, decisions(unflatten(policy, (theta + np.float32(sigma) * e)
+                                                            .astype(np.float32)), probe.batch), probe.decided)[0]
+                   for e in eps]
+        shares.append(float(np.mean(changed)))
+    logits = policy.logits(probe.batch)
+    margin = np.abs(logits[:, 1] - logits[:, 0])
+    near = [np.count_nonzero(np.bincount(probe.owner[margin < t], minlength=probe.modules)) / probe.modules
+            for t in (0.01, 0.1, 1.0)]
+    return shares, near
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("splits", type=Path, help="the runs' SPLITS (its train/ trace is read from mlopt's cache)")
     ap.add_argument("prior", type=Path, help="the runs' starting policy")
     ap.add_argument("runs", type=Path, nargs="+", help="bench_es_ppo.py output directories")
     ap.add_argument("--trainer", default="es")
+    ap.add_argument("--sigma-curve", type=lambda t: [float(v) for v in t.split(",")], metavar="S,S",
+                    help="also: what perturbations of these sigmas change, at the iterations --at")
+    ap.add_argument("--at", type=lambda t: [int(v) for v in t.split(",")], default=[0], metavar="I,I",
+                    help="iterations with a validated snapshot (0: the starting policy) for --sigma-curve")
     args = ap.parse_args()
     trace = trace_corpus(args.splits / "train", quiet=True)
     start = load_weights(args.prior)
@@ -59,6 +92,7 @@ def main() -> None:
             step_m, step_d = changed_share(probe, d, previous)
             from_m, from_d = changed_share(probe, d, probe.decided)
             rows.append((int(path.stem), step_m, step_d, from_m, from_d))
+            previous = d
             print(f"{run.name} {int(path.stem):4d}: since the last snapshot {100 * step_m:6.2f}% of modules "
                   f"({100 * step_d:.3f}% of decisions); since the start {100 * from_m:6.2f}% "
                   f"({100 * from_d:.3f}%)", flush=True)
@@ -69,6 +103,13 @@ def main() -> None:
                           "median_interval_share_first_half": float(np.median(first)) if first else None,
                           "median_interval_share_second_half": float(np.median(second)),
                           "last_share_from_start": rows[-1][3]}))
+        for it in args.at if args.sigma_curve else []:
+            policy = start if it == 0 else load_weights(run / args.trainer / "validated" / f"{it:04d}.npz")
+            shares, near = sigma_curve(start, policy, trace, args.sigma_curve)
+            print(f"{run.name} {it:4d}: a perturbation changes " +
+                  ", ".join(f"{100 * v:.1f}% at {s:g}" for s, v in zip(args.sigma_curve, shares)) +
+                  "; modules with a site within 0.01 / 0.1 / 1 of the boundary: " +
+                  " / ".join(f"{100 * v:.1f}%" for v in near), flush=True)
 
 
 if __name__ == "__main__":
