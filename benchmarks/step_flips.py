@@ -32,8 +32,7 @@ import numpy as np
 
 from mlopt.problems import load_weights
 from mlopt.rollouts import trace_corpus
-from mlopt.training.es import flatten, layer_scale, unflatten
-from mlopt.training.sigma_calibration import decisions, flip_probe, module_flip_share
+from mlopt.training.sigma_calibration import _perturbations, decisions, flip_probe, module_flip_share
 
 
 def changed_share(probe, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -47,15 +46,8 @@ def sigma_curve(start, policy, trace, sigmas: list[float]) -> tuple[list[float],
     """What perturbations of each sigma (relative to ``start``'s layer scale) change of the probe's modules
     around ``policy``, and the shares of modules with a site within 0.01, 0.1, 1 of the boundary."""
     probe = flip_probe(policy, trace.columns, trace.module_rows)
-    eps = np.random.default_rng([0, 0x516]).standard_normal((16, flatten(start).size)).astype(np.float32)
-    eps *= layer_scale(start)
-    theta = flatten(policy)
-    shares = []
-    for sigma in sigmas:
-        changed = [changed_share(probe, decisions(unflatten(policy, (theta + np.float32(sigma) * e)
-                                                            .astype(np.float32)), probe.batch), probe.decided)[0]
-                   for e in eps]
-        shares.append(float(np.mean(changed)))
+    eps = _perturbations(start, 16, 0, 0)  # ES's draws: the starting policy's layer scale
+    shares = [module_flip_share(policy, probe, sigma, _eps=eps) for sigma in sigmas]
     logits = policy.logits(probe.batch)
     margin = np.abs(logits[:, 1] - logits[:, 0])
     near = [np.count_nonzero(np.bincount(probe.owner[margin < t], minlength=probe.modules)) / probe.modules
