@@ -133,6 +133,9 @@ def main() -> None:
     ap.add_argument("--es-flip-reference", type=Path, default=None, metavar="NPZ",
                     help="instead of --es-sigma: the sigma whose perturbations change as many training modules as "
                          "this policy's do at --es-sigma")
+    ap.add_argument("--es-hold-flip-share", action="store_true",
+                    help="with --es-flip-share: hold that share for the whole run (ESConfig.hold_flip_share: sigma "
+                         "moves before each iteration, the step keeps its length)")
     ap.add_argument("--es-lr-follows-sigma", action="store_true",
                     help="with a calibrated sigma: scale --es-lr (and --es-lr-end) by sigma / --es-sigma, so that a "
                          "step of the same gradient estimate moves the weights as far as at --es-sigma")
@@ -226,6 +229,8 @@ def main() -> None:
                 run = open_run(run_dir, force=True)  # a fresh run: nothing of an older one is resumed
                 run.write_config({"kind": name, "benchmark": "bench_es_ppo", "seed": args.seed})
             if name == "es":
+                if args.es_hold_flip_share and args.es_flip_share is None:
+                    raise SystemExit("--es-hold-flip-share holds --es-flip-share's share: give it")
                 sigma, lr = args.es_sigma, args.es_lr
                 if args.es_flip_share is not None or args.es_flip_reference is not None:
                     trained = {e.name for e in side["train"]}
@@ -243,9 +248,11 @@ def main() -> None:
                                lr_horizon=args.es_lr_horizon, validate_every=args.validate_every,
                                guide=args.es_guide, guide_alpha=args.es_guide_alpha, project=args.es_project,
                                line_search=args.es_line_search, line_search_modules=args.es_line_search_modules,
+                               hold_flip_share=args.es_flip_share if args.es_hold_flip_share else 0.0,
                                keep_validated=True, **per_pair)
+                sites = train_trace.batches() if args.es_project or args.es_hold_flip_share else None
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
-                                    pool=pool, sites=train_trace.batches() if args.es_project else None)
+                                    pool=pool, sites=sites)
             else:
                 cfg = PPOConfig(iterations=0, modules=args.ppo_modules, lr=args.ppo_lr, seed=args.seed,
                                 temperature=args.ppo_temperature, target_kl=args.ppo_target_kl,

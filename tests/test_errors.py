@@ -84,6 +84,8 @@ def test_usage_errors_exit_2(tmp_path):
          "like 0,0.5,1,2"),
         (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--line-search-modules", "8"],
          "give the step multiples too"),
+        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--hold-flip-share"],
+         "holds the share of --flip-share"),
     ]:
         r = run(*args)
         assert r.returncode == 2 and said in r.stderr, (args, r.stderr)

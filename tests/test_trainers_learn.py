@@ -33,14 +33,14 @@ def _baseline():
 
 def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total", average: float = 0.0,
             train_layers: int = 0, lr: float = 0.1, lr_end: float = 0.0, lr_horizon: int = 0, guide: int = 0,
-            project: bool = False, hidden=(16,), line_search=()):
+            project: bool = False, hidden=(16,), line_search=(), hold: float = 0.0):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, hidden=hidden, epochs=3)
     cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=lr, seed=0, objective=objective,
                    average=average, train_layers=train_layers, lr_end=lr_end, lr_horizon=lr_horizon, guide=guide,
-                   project=project, line_search=line_search)
+                   project=project, line_search=line_search, hold_flip_share=hold, hold_rows=1000)
     trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env,
-                        sites={m.name: m.batch() for m in TRAIN} if project else None)
+                        sites={m.name: m.batch() for m in TRAIN} if project or hold else None)
     trainer.run()
     return start, trainer
 
@@ -76,9 +76,10 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                             (partial(_run_es, objective="module-rank", project=True), 30),
                                             (partial(_run_es, objective="module-rank", line_search=(0, 0.5, 1, 2)),
                                              30),
+                                            (partial(_run_es, objective="module-rank", hold=0.3), 30),
                                             (_run_ppo, 80)],
                          ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
-                              "es-guided", "es-projected", "es-line-search", "ppo"])
+                              "es-guided", "es-projected", "es-line-search", "es-hold-flip-share", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic

@@ -313,6 +313,16 @@ def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, cap
     m = [json.loads(line) for line in (tmp_path / "es_line" / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in m] == [0, 1, 2]
     assert all(r["line_search_multiple"] in (0, 1, 2) and r["line_search_modules"] == 3 for r in m[1:])
+    # --hold-flip-share: sigma moves before each iteration from the share measured on the training trace,
+    # and a resumed run carries it on from its checkpoint
+    held = [*args[:5], "-o", str(tmp_path / "es_hold"), *args[7:], "--flip-share", "0.5", "--hold-flip-share"]
+    assert main([*held, "--iterations", "1"]) == 0
+    assert main([*held, "--iterations", "2", "--resume"]) == 0
+    m = [json.loads(line) for line in (tmp_path / "es_hold" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in m] == [0, 1, 2]
+    sigma = json.loads((tmp_path / "es_hold" / "config.json").read_text())["sigma"]
+    assert m[1]["hold_sigma_measured"] == sigma and m[2]["hold_sigma_measured"] == m[1]["sigma"]
+    assert all(0.0 <= r["hold_share_measured"] <= 1.0 for r in m[1:])
 
 
 @pytest.mark.llvm

@@ -124,6 +124,8 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe, prepare=None)
                 val = m["validation_delta_percent"]
                 train_delta = m["train_delta_percent"]
                 extra = {"cached": f"{100 * m['cache_hit_share']:.0f}%"} if "cache_hit_share" in m else {}
+                if "hold_share_measured" in m:  # --hold-flip-share: the sigma it holds
+                    extra["sigma"] = f"{m['sigma']:.3g}"
                 bar.update(train="-" if train_delta is None else f"{train_delta:+.3f}%",
                            val="-" if val is None else f"{val:+.3f}%", step=f"{m['update_norm']:.3g}", **extra)
 
@@ -159,7 +161,10 @@ def cmd_train_es(args) -> int:
                    train_layers=args.train_layers, lr_end=args.lr_end or 0.0, lr_horizon=args.lr_horizon or 0,
                    guide=args.guide, guide_alpha=args.guide_alpha, validate_every=args.validate_every,
                    project=args.project, line_search=args.line_search or (),
-                   line_search_modules=args.line_search_modules or 0)
+                   line_search_modules=args.line_search_modules or 0,
+                   hold_flip_share=args.flip_share if args.hold_flip_share else 0.0)
+    if args.hold_flip_share and args.flip_share is None:
+        raise UsageError("--hold-flip-share holds the share of --flip-share; give it (e.g. --flip-share 0.06)")
     if args.line_search_modules and not args.line_search:
         raise UsageError("--line-search-modules sets the draw of --line-search; give the step multiples too")
     if args.project and args.objective != "module-rank":
@@ -167,7 +172,7 @@ def cmd_train_es(args) -> int:
 
     def make_trainer(policy, train, baseline, out, cfg, *, validation, pool):
         sites = None
-        if cfg.project:  # the training modules' call-site features: their trace (cached beside the corpus)
+        if cfg.project or cfg.hold_flip_share:  # the training modules' call-site features: their trace (cached)
             from ..rollouts import trace_corpus
 
             sites = trace_corpus(args.corpus, pool=pool, quiet=True).batches()
@@ -379,6 +384,10 @@ def register(sub) -> None:
                     help="instead of a fixed --sigma: the sigma at which the perturbations change at least one "
                          "decision in the share S of the training modules (e.g. 0.06; on their trace, the same on "
                          "any machine; --sigma is where the search starts)")
+    es.add_argument("--hold-flip-share", action="store_true",
+                    help="with --flip-share: hold that share for the whole run; before each iteration sigma moves "
+                         "toward it around the current iterate, and the step keeps its length (lr scales with "
+                         "sigma). Without it the share grows as call sites gather at the decision boundary")
     es.add_argument("--lr", type=positive_float, default=0.05, help="step size (0.05)")
     es.add_argument("--lr-end", type=positive_float, metavar="LR",
                     help="step-size schedule: from --lr geometrically to LR over --lr-horizon iterations, then LR "

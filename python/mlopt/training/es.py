@@ -71,6 +71,14 @@ problem, with what their setup leaves to chance made explicit:
   is first order within the perturbations' radius, and a step flips
   decisions across the whole training split that its draw never
   measured; this measures the step itself on unbiased modules;
+- optionally (``hold_flip_share``) sigma held at a share of changed modules
+  for the whole run (:mod:`mlopt.training.flip_hold`): before each
+  iteration, perturbations of the current sigma around the current iterate
+  are measured on a probe of the training modules' recorded call sites,
+  and sigma moves toward the share the run started from. Call sites gather
+  at the decision boundary as a run moves, so a fixed sigma changes more
+  and more modules, each a compile; the rank-shaped estimate scales as
+  1 / sigma, so lr follows sigma and the step keeps its length;
 - optionally (``lr_end``, ``lr_horizon``) a step size that goes
   geometrically from ``lr`` to ``lr_end`` over the first ``lr_horizon``
   iterations and stays there: long steps while the warm start's margins
@@ -101,6 +109,7 @@ from ..rollouts.sampler import SizeStratifiedSampler
 from .checkpoint import load_checkpoint, save_checkpoint
 from .environment import CompilerEnvironment, first_failure, total_delta_percent
 from .es_projection import orthonormal_rows, projected_sum
+from .flip_hold import changed_share, held_sigma, measuring_perturbations, site_probe
 from .mlp_train import Adam
 
 OBJECTIVES = ("total", "module-rank")  # what the gradient ascends (ESConfig.objective)
@@ -156,6 +165,13 @@ class ESConfig:
     # objective is taken (ties: the multiple nearest 1, then the smaller). Empty: the step as estimated.
     line_search: tuple[float, ...] = ()
     line_search_modules: int = 0
+    # hold the flip share (flip_hold.py): before each iteration, sigma moves toward the value whose
+    # perturbations change this share of a probe of training modules (hold_rows decisions of their recorded
+    # call sites, hold_samples perturbations); the step keeps its length (lr follows sigma / the starting
+    # sigma) and max_step stays in radii of the starting sigma. 0: sigma stays as given.
+    hold_flip_share: float = 0.0
+    hold_rows: int = 65536
+    hold_samples: int = 8
 
 
 LINE_SEARCH_STREAM = 1 << 20  # the sampler stream of line-search draws (per-pair draws use 1..pairs)
@@ -303,6 +319,13 @@ class ESTrainer:
             raise MloptError("a line search needs at least two distinct step multiples, none negative, and "
                              f"line_search_modules >= 0 (got {config.line_search!r}, "
                              f"{config.line_search_modules!r})")
+        if config.hold_flip_share and not (0.0 < config.hold_flip_share < 1.0 and config.hold_rows >= 1
+                                           and config.hold_samples >= 1):
+            raise MloptError("holding the flip share needs a share in (0, 1), hold_rows >= 1 and hold_samples >= 1 "
+                             f"(got {config.hold_flip_share!r}, {config.hold_rows!r}, {config.hold_samples!r})")
+        if config.hold_flip_share and sites is None:
+            raise MloptError("holding the flip share needs the training modules' call-site features "
+                             "(a trace of the training split: ESTrainer(sites=...))")
         if (config.lr_end or config.lr_horizon) and not (config.lr_end > 0 and config.lr_horizon >= 1):
             raise MloptError("a step-size schedule needs both lr_end > 0 and lr_horizon >= 1 iterations "
                              f"(got lr_end {config.lr_end!r}, lr_horizon {config.lr_horizon!r})")
@@ -319,6 +342,9 @@ class ESTrainer:
         self.averaged = self.theta.astype(np.float64)  # the iterates' moving average (config.average > 0)
         self.scale = layer_scale(policy)
         self.pairs = config.perturbations or default_pairs(int(self.trained.sum()))
+        self.sigma = float(config.sigma)  # this iteration's (config.hold_flip_share moves it)
+        self.hold_probe = (site_probe(policy, self.sites, [e.name for e in train], config.hold_rows, config.seed)
+                           if config.hold_flip_share else None)
         try:
             self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed,
                                                  skip_largest=config.skip_largest)
@@ -337,6 +363,7 @@ class ESTrainer:
         save_checkpoint(self.run_dir, self.config, theta=self.theta, averaged=self.averaged, scale=self.scale,
                         m=self.adam.m[0], v=self.adam.v[0], t=np.int64(self.adam.t), velocity=self.velocity,
                         guide_history=self.guide_history, iteration=np.int64(self.iteration),
+                        sigma=np.float64(self.sigma),
                         best=np.float64(np.nan if self.best is None else self.best))
 
     def resume(self) -> bool:
@@ -353,6 +380,7 @@ class ESTrainer:
         self.velocity = z["velocity"]
         if "guide_history" in z:
             self.guide_history = z["guide_history"]
+        self.sigma = float(z["sigma"]) if "sigma" in z else float(self.config.sigma)
         self.iteration = int(z["iteration"])
         best = float(z["best"])
         self.best = None if np.isnan(best) else best
@@ -382,7 +410,8 @@ class ESTrainer:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         start = time.perf_counter()
-        step = cfg.sigma * self.scale
+        hold_metrics = self._hold_sigma(i) if cfg.hold_flip_share else {}
+        step = self.sigma * self.scale
         candidates = [unflatten(self.template, self.theta + sign * step * eps[p])
                       for p in range(self.pairs) for sign in (1, -1)]  # 2p: +, 2p+1: -
         if cfg.modules_per_pair:
@@ -411,7 +440,7 @@ class ESTrainer:
             grad, projection_metrics = self._projected(candidates, draws[0], flat.reshape(2 * self.pairs, -1),
                                                        shaped[:, 0] - shaped[:, 1], eps)
         else:
-            grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps[kept]).sum(axis=0) / (2 * k * cfg.sigma)
+            grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps[kept]).sum(axis=0) / (2 * k * self.sigma)
         guide_metrics = {}
         if cfg.guide:
             g = grad[self.trained].astype(np.float64)
@@ -422,6 +451,8 @@ class ESTrainer:
             guide_metrics["guide_dimensions"] = len(basis)
             self.guide_history = np.concatenate([self.guide_history, g[None]])[-cfg.guide:]
         lr = step_size(cfg, i)
+        if cfg.hold_flip_share:  # the estimate scales as 1 / sigma: the step keeps its length
+            lr = lr * self.sigma / cfg.sigma
         update = self._update(grad.astype(np.float32), lr)  # in the normalized space
         norm = float(np.linalg.norm(update))
         radius = cfg.sigma * math.sqrt(n)
@@ -449,7 +480,8 @@ class ESTrainer:
                    "failed_modules": drawn - compiled,
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
                    "cache_hit_share": hits / len(items),
-                   "validation_delta_percent": val, **guide_metrics, **projection_metrics, **line_metrics}
+                   "validation_delta_percent": val, "sigma": self.sigma, **hold_metrics, **guide_metrics,
+                   **projection_metrics, **line_metrics}
         if val is not None and cfg.keep_validated:
             (self.run_dir / "validated").mkdir(exist_ok=True)
             snapshot = self.run_dir / "validated" / f"{self.iteration:04d}.npz"
@@ -469,7 +501,6 @@ class ESTrainer:
         rms(mean over modules of delta_pj), so that with no projection it is the plain estimate up to the
         final rank shaping of the candidates' mean ranks. Modules without recorded features or without a
         flipped site there add nothing (counted)."""
-        cfg = self.config
         ok = np.flatnonzero(~np.isnan(costs).any(axis=0))
         ranks = per_module_ranks(costs[:, ok]).T  # candidates x modules
         delta = ranks[0::2] - ranks[1::2]  # pairs x modules
@@ -480,8 +511,23 @@ class ESTrainer:
         total, metrics = projected_sum(unflatten(self.template, self.theta), candidates, names, delta, eps,
                                        self.sites, self.trained, self.scale)
         grad = np.zeros(self.theta.size, np.float32)
-        grad[self.trained] = kappa * total / (len(ok) * 2 * self.pairs * cfg.sigma)
+        grad[self.trained] = kappa * total / (len(ok) * 2 * self.pairs * self.sigma)
         return grad, {**metrics, "projection_kappa": kappa}
+
+    def _hold_sigma(self, i: int) -> dict:
+        """Moves ``self.sigma`` toward ``config.hold_flip_share`` (flip_hold.py) from the share that
+        perturbations of the current sigma change around the current iterate; returns the metrics."""
+        cfg = self.config
+        start = time.perf_counter()
+        eps = measuring_perturbations(cfg.seed, i, cfg.hold_samples, self.trained)
+        center = unflatten(self.template, self.theta)
+        candidates = [unflatten(self.template, (self.theta + self.sigma * self.scale * e).astype(np.float32))
+                      for e in eps]
+        share = changed_share(self.hold_probe, center, candidates)
+        measured = self.sigma
+        self.sigma = held_sigma(self.sigma, share, cfg.hold_flip_share)
+        return {"hold_share_measured": share, "hold_sigma_measured": measured,
+                "hold_seconds": time.perf_counter() - start}
 
     def _line_search(self, update: np.ndarray, work: Path, i: int) -> tuple[float, dict]:
         """The chosen multiple of ``update`` (normalized space) and its metrics: every multiple of
