@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MloptError
+from ..policy import portable_math
 from ..policy.mlp import MLPPolicy
 
 MAX_FACTOR = 2.0  # sigma changes by at most this factor per iteration, either way
@@ -77,8 +78,12 @@ def changed_share(probe: SiteProbe, center: MLPPolicy, candidates: Sequence[MLPP
 
 def held_sigma(sigma: float, share: float, target: float) -> float:
     """The next sigma: ``sigma * (target / share) ** GAIN``, within a factor MAX_FACTOR of ``sigma``
-    (a share of 0 doubles it)."""
-    factor = MAX_FACTOR if share <= 0.0 else (target / share) ** GAIN
+    (a share of 0 doubles it). The power is taken by :mod:`~mlopt.policy.portable_math` (libm's ``pow``
+    picks its code by the CPU), so a run holds the same sigmas on every machine."""
+    if share <= 0.0:
+        factor = MAX_FACTOR
+    else:
+        factor = float(portable_math.exp(GAIN * portable_math.log(np.float64(target) / np.float64(share))))
     return float(sigma * min(max(factor, 1.0 / MAX_FACTOR), MAX_FACTOR))
 
 
