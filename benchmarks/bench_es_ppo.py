@@ -186,6 +186,8 @@ def main() -> None:
     ap.add_argument("--extend", action="store_true",
                     help="continue DIR's runs from their checkpoints up to --budget seconds in all")
     args = ap.parse_args()
+    if args.es_hold_flip_share and args.es_flip_share is None:
+        ap.error("--es-hold-flip-share holds --es-flip-share's share: give it")
     args.out.mkdir(parents=True, exist_ok=True)
     earlier = json.loads((args.out / "es_ppo.json").read_text()) if args.extend else {}
     init = load_weights(args.bc / "policy.npz" if args.bc.is_dir() else args.bc)
@@ -229,8 +231,6 @@ def main() -> None:
                 run = open_run(run_dir, force=True)  # a fresh run: nothing of an older one is resumed
                 run.write_config({"kind": name, "benchmark": "bench_es_ppo", "seed": args.seed})
             if name == "es":
-                if args.es_hold_flip_share and args.es_flip_share is None:
-                    raise SystemExit("--es-hold-flip-share holds --es-flip-share's share: give it")
                 sigma, lr = args.es_sigma, args.es_lr
                 if args.es_flip_share is not None or args.es_flip_reference is not None:
                     trained = {e.name for e in side["train"]}
