@@ -76,3 +76,42 @@ def with_default_prior(policy: MLPPolicy, margin: float) -> DefaultInformedPolic
             bias[1] -= margin / 2
         layers.append((grown, bias.astype(np.float32)))
     return DefaultInformedPolicy(vocab, layers)
+
+
+def with_added_vote(policy: DefaultInformedPolicy, delta: float) -> DefaultInformedPolicy:
+    """``policy`` (an ``inlining-default`` MLP with a hidden layer, e.g. one
+    ES trained from a prior) with ``delta`` more vote for the heuristic:
+
+        logit_yes - logit_no = policy(x) + delta * (inlining_default - 1/2)
+
+    up to float rounding, through one more carried unit per hidden layer (as
+    :func:`with_default_prior` adds its vote). A positive delta keeps only
+    the call sites where the policy disagrees with the heuristic by more
+    than ``delta / 2``; a negative one lets more disagree."""
+    if policy.problem.name != PROBLEM.name:
+        raise ValueError(f"with_added_vote needs an {PROBLEM.name!r} policy, not {policy.problem.name!r}")
+    if len(policy.layers) < 2:
+        raise ValueError("with_added_vote needs a hidden layer; this policy is linear")
+    names = PROBLEM.feature_names
+    col = names.index(DEFAULT_DECISION)
+    rows = np.zeros((2, len(names)), np.int64)
+    rows[1, col] = 1
+    p0, p1 = (float(v) for v in policy.vocab.subset(names).normalize(rows)[:, col])
+    if not p1 > p0:
+        raise ValueError(f"the policy's vocab does not tell {DEFAULT_DECISION} 0 and 1 apart")
+    mid = (p0 + p1) / 2
+    layers = []
+    for k, (w, b) in enumerate(policy.layers):
+        first, last = k == 0, k == len(policy.layers) - 1
+        grown = np.zeros((w.shape[0] + (not last), w.shape[1] + (not first)), np.float32)
+        grown[: w.shape[0], : w.shape[1]] = w
+        bias = np.append(b, -mid if first else 0.0) if not last else np.array(b, np.float64)
+        if first:
+            grown[-1, col] = 1.0
+        elif not last:
+            grown[-1, -1] = 1.0  # carry the unit to the next layer
+        else:
+            grown[1, -1] = delta / (p1 - mid)
+            bias[1] -= delta / 2
+        layers.append((grown, np.asarray(bias, np.float32)))
+    return DefaultInformedPolicy(policy.vocab, layers)
