@@ -13,7 +13,10 @@ resumed run is the uninterrupted run (tests/test_training.py), so a 1,200 s
 run extended to 1,800 s is the 1,800 s run up to where the clock stops it.
 Each trainer's ``iteration_ended_s`` records when each iteration ended
 (its validation included), so ``budget_cut.py`` can say what a shorter
-budget would have returned.
+budget would have returned. The clock starts before the trainer's set-up
+(ES: the sigma calibration of ``--es-flip-share``, its ``setup_s``), so
+the budget counts it (since stop 60; earlier runs started the clock after
+it: ``budget_cut.py --count-setup`` counts it for them).
 
 SPLITS holds train/, validation/ and test/ (``mlopt corpus split``); BC_RUN
 is a ``mlopt train bc`` run on the training split's trace. Every figure is a
@@ -114,7 +117,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("splits", type=Path)
     ap.add_argument("bc", type=Path)
-    ap.add_argument("--budget", type=float, default=600.0, help="seconds of training per trainer")
+    ap.add_argument("--budget", type=float, default=600.0,
+                    help="seconds of training per trainer, its set-up (sigma calibration) included")
     ap.add_argument("--iterations", type=int, default=0, metavar="N",
                     help="also stop after N iterations (a run is the same up to any iteration whatever the machine "
                          "does: runs capped alike can share the cores)")
@@ -225,6 +229,7 @@ def main() -> None:
         print("bc", json.dumps(results["bc"]["test"]["all"]), flush=True)
         for name in args.trainers.split(","):
             run_dir = args.out / name
+            setup_start = time.perf_counter()  # the budget counts the trainer's set-up (ES: sigma calibration) too
             if args.extend:
                 open_run(run_dir, resume=True)
             else:
@@ -266,7 +271,8 @@ def main() -> None:
                 trainer.config.iterations = trainer.iteration
                 trainer.start_validation = earlier[name]["validation_start"]
                 spent = earlier[name]["seconds"]
-            start = time.perf_counter() - spent
+            setup = 0.0 if args.extend else time.perf_counter() - setup_start
+            start = time.perf_counter() - spent - setup
             capped = args.iterations or float("inf")
             # iteration -> seconds of training when it ended (its validation included): budget_cut.py's clock
             ended = dict(earlier[name].get("iteration_ended_s", {})) if args.extend else {}
@@ -290,6 +296,7 @@ def main() -> None:
                              **({"extended_from": {k: earlier[name][k] for k in ("seconds", "iterations")}}
                                 if args.extend else {}),
                              "validation_start": trainer.start_validation, "validation_best": trainer.best,
+                             "setup_s": round(setup, 3) if not args.extend else earlier[name].get("setup_s"),
                              "train_last": metrics[-1].get("train_delta_percent"), "iteration_ended_s": ended,
                              "test": test_report(env, chosen, side["test"], baseline, args.out / "work", languages),
                              "config": cfg.__dict__}

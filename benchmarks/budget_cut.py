@@ -15,7 +15,9 @@ validation alone) and writes DIR/cut-<SECONDS>-mean-last<K>.json; its
 An iteration's end is the run's record (es_ppo.json ``iteration_ended_s``,
 written since stop 52) or, for older runs, the file time of its validated
 snapshot counted back from the run's end (validated/<last>.npz was written
-at ``seconds``); the output says which. Writes DIR/cut-<SECONDS>.json and
+at ``seconds``); the output says which. Runs made before stop 60 started
+their clock after ES's sigma calibration; ``--count-setup`` counts it
+(DIR/cut-<SECONDS>-setup.json), as later runs' clocks do. Writes DIR/cut-<SECONDS>.json and
 prints one table over the runs with the mean and half the range; every
 figure is a total ``.text`` delta vs -Oz in percent (negative = smaller),
 from the LLVM that SPLITS' traces name (set MLOPT_LLVM as for the runs)."""
@@ -38,8 +40,22 @@ from mlopt.workers import make_pool
 from seeds_table import _pct, _spread, print_packages, worst_package
 
 
-def iteration_ends(run: Path, result: dict, trainer: str) -> tuple[dict[int, float], str]:
-    """Iteration -> seconds of training when it ended (validated iterations at least), and the clock's source."""
+def setup_seconds(run: Path, trainer: str) -> float:
+    """The seconds of set-up a run's clock left out: ES's sigma calibration in runs made before stop 60
+    (their clock started after it); 0 for later runs (their clock counts it) and runs without one."""
+    results = json.loads((run / "es_ppo.json").read_text())
+    if "setup_s" in results[trainer] or trainer != "es":
+        return 0.0
+    return float(results.get("es_sigma_calibration", {}).get("seconds", 0.0))
+
+
+def iteration_ends(run: Path, result: dict, trainer: str, count_setup: bool = False) -> tuple[dict[int, float], str]:
+    """Iteration -> seconds of training when it ended (validated iterations at least), and the clock's source;
+    ``count_setup``: plus the set-up an older run's clock left out (:func:`setup_seconds`)."""
+    if count_setup:
+        extra = setup_seconds(run, trainer)
+        ends, clock = iteration_ends(run, result, trainer)
+        return {k: v + extra for k, v in ends.items()}, clock + (f" + {extra:.0f} s set-up" if extra else "")
     if "iteration_ended_s" in result:
         return {int(k): v for k, v in result["iteration_ended_s"].items()}, "recorded"
     snapshots = sorted((run / trainer / "validated").glob("*.npz"))
@@ -51,9 +67,10 @@ def iteration_ends(run: Path, result: dict, trainer: str) -> tuple[dict[int, flo
     return {int(s.stem): result["seconds"] - (last - s.stat().st_mtime) for s in snapshots}, "file times"
 
 
-def choose(run: Path, result: dict, trainer: str, seconds: float) -> tuple[int, float | None, str]:
+def choose(run: Path, result: dict, trainer: str, seconds: float,
+           count_setup: bool = False) -> tuple[int, float | None, str]:
     """(iteration, its validation delta, clock source) of the policy a ``seconds`` run would have returned."""
-    ends, clock = iteration_ends(run, result, trainer)
+    ends, clock = iteration_ends(run, result, trainer, count_setup)
     best_iteration, best = 0, result["validation_start"]
     for line in (run / trainer / "metrics.jsonl").read_text().splitlines():
         m = json.loads(line)
@@ -71,16 +88,16 @@ def averaged(paths: list[Path]):
     return unflatten(policies[0], np.mean([flatten(p) for p in policies], axis=0))
 
 
-def validated_by(run: Path, result: dict, trainer: str, seconds: float) -> list[Path]:
+def validated_by(run: Path, result: dict, trainer: str, seconds: float, count_setup: bool = False) -> list[Path]:
     """The run's validated snapshots (oldest first) of the iterations that ended by ``seconds``."""
-    ends, _ = iteration_ends(run, result, trainer)
+    ends, _ = iteration_ends(run, result, trainer, count_setup)
     return [p for p in sorted((run / trainer / "validated").glob("*.npz"))
             if ends.get(int(p.stem), float("inf")) <= seconds]
 
 
-def tail_mean(run: Path, result: dict, trainer: str, seconds: float, k: int):
+def tail_mean(run: Path, result: dict, trainer: str, seconds: float, k: int, count_setup: bool = False):
     """(last iteration averaged, the policy averaging the last ``k`` validated snapshots ended by ``seconds``)."""
-    snaps = validated_by(run, result, trainer, seconds)
+    snaps = validated_by(run, result, trainer, seconds, count_setup)
     if len(snaps) < k:
         raise SystemExit(f"{run}: {len(snaps)} validated snapshots by {seconds:g} s, --mean-last {k} needs {k}")
     return int(snaps[-1].stem), averaged(snaps[-k:])
@@ -113,6 +130,8 @@ def main() -> None:
     ap.add_argument("--packages", action="store_true", help="also one row per test package")
     ap.add_argument("--mean-last", type=int, default=0, metavar="K",
                     help="return the mean weights of the last K validated snapshots instead of the best")
+    ap.add_argument("--count-setup", action="store_true",
+                    help="count the sigma calibration that runs made before stop 60 left off their clock")
     ap.add_argument("--workers", type=int, default=None)
     args = ap.parse_args()
     rows = []
@@ -121,11 +140,12 @@ def main() -> None:
         for run in args.runs:
             results = json.loads((run / "es_ppo.json").read_text())
             result = results[args.trainer]
-            iteration, val, clock = choose(run, result, args.trainer, args.seconds)
+            iteration, val, clock = choose(run, result, args.trainer, args.seconds, args.count_setup)
             if args.mean_last:
                 judge = judge or _judge(args.splits / "test", pool, results.get("llvm_version"), run)
                 validate = validate or _judge(args.splits / "validation", pool, results.get("llvm_version"), run)
-                iteration, policy = tail_mean(run, result, args.trainer, args.seconds, args.mean_last)
+                iteration, policy = tail_mean(run, result, args.trainer, args.seconds, args.mean_last,
+                                              args.count_setup)
                 val = validate(policy, run / "work")["all"]["delta_percent"]
                 report = judge(policy, run / "work")
             elif iteration == 0:
@@ -137,7 +157,7 @@ def main() -> None:
                 report = judge(load_weights(run / args.trainer / "validated" / f"{iteration:04d}.npz"), run / "work")
             cut = {"seconds": args.seconds, "clock": clock, "iteration": iteration, "validation": val,
                    "llvm_version": results.get("llvm_version"), "seed": results["seed"], "test": report}
-            tag = f"-mean-last{args.mean_last}" if args.mean_last else ""
+            tag = (f"-mean-last{args.mean_last}" if args.mean_last else "") + ("-setup" if args.count_setup else "")
             (run / f"cut-{args.seconds:g}{tag}.json").write_text(json.dumps(cut, indent=2) + "\n")
             rows.append(cut)
             print(run, json.dumps({k: cut[k] for k in ("iteration", "validation", "clock")}),

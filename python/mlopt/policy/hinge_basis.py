@@ -1,7 +1,7 @@
 """A hinge basis on a policy's last hidden layer: piecewise-linear terms of
 each feature that the output layer can weigh, starting at weight 0.
 
-    grown = with_hinge_basis(prior, knots=5)   # decides exactly as prior
+    grown = with_hinge_basis(prior, knots=5)   # decides as prior (wherever prior is sure)
     # ES on the output layer only (train_layers=1) now also moves
     # sum_j sum_k a_jk * relu(p_j - k/knots) on every logit
 
@@ -11,8 +11,9 @@ hidden layer but the last carries it on (identity weights), and the last
 hidden layer turns it into ``knots`` hinges relu(p_j - k / knots),
 k = 0 .. knots - 1 (k = 0 is p_j itself). With a single hidden layer the
 hinges come straight from the input. The output layer's weights on the new
-units are 0, so the grown policy's logits are the original's bit for bit
-(each new term adds +0.0) and it decides alike everywhere; a trainer that
+units are 0, so the grown policy's logits are the original's up to float
+rounding (the wider layers' sums group differently) and it decides alike
+wherever the original's decision is sure (``sure_decisions``); a trainer that
 perturbs the output layer then searches the original's output weights and
 an additive, piecewise-linear function of each feature (a generalized
 additive model on top of the network) in a few hundred dimensions.
