@@ -123,6 +123,24 @@ def mini_corpus(mini_build, tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="session")
+def mini_default_sites(mini_corpus):
+    """(modules, batch, vocab) of the mini corpus compiled at -Oz: the
+    inlining-default problem's features of every logged call site, and a
+    50-bucket vocab of them."""
+    import numpy as np
+
+    import mlopt
+    from mlopt.problems import get
+
+    names = get("inlining-default").feature_names
+    modules = mlopt.load_corpus(mini_corpus)
+    logs = [mlopt.compile(m).log for m in modules]
+    vocab = mlopt.Vocab.from_logs(logs, num_buckets=50, features=names)
+    batch = {n: np.concatenate([lg[n] for lg in logs if lg is not None]) for n in names}
+    return modules, batch, vocab
+
+
 # Markers follow from what a test uses, so they cannot drift from the code:
 # the real LLVM tools or the engine -> llvm; the sdist corpus -> network.
 _LLVM_FIXTURES = {"llvm_tools", "plugin", "llvm_logger_oracle"}

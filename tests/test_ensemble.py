@@ -15,15 +15,6 @@ from mlopt.problems import get
 PROBLEM = get("inlining-default")
 
 
-@pytest.fixture(scope="module")
-def modules_batch_vocab(mini_corpus):
-    modules = mlopt.load_corpus(mini_corpus)
-    logs = [mlopt.compile(m).log for m in modules]
-    vocab = mlopt.Vocab.from_logs(logs, num_buckets=50, features=PROBLEM.feature_names)
-    batch = {n: np.concatenate([lg[n] for lg in logs if lg is not None]) for n in PROBLEM.feature_names}
-    return modules, batch, vocab
-
-
 def _priors(vocab, hidden, seeds):
     from mlopt.problems.inlining import InlinePolicy
     from mlopt.problems.inlining_default.prior import with_default_prior
@@ -31,8 +22,8 @@ def _priors(vocab, hidden, seeds):
     return [with_default_prior(InlinePolicy.random(vocab, hidden=hidden, seed=s), 2.0) for s in seeds]
 
 
-def test_committee_logits_are_the_members_mean(modules_batch_vocab):
-    _, batch, vocab = modules_batch_vocab
+def test_committee_logits_are_the_members_mean(mini_default_sites):
+    _, batch, vocab = mini_default_sites
     for hidden in ((16,), (16, 8), (8, 8, 4)):
         members = _priors(vocab, hidden, (1, 2, 3))
         committee = logit_mean(members)
@@ -45,8 +36,8 @@ def test_committee_logits_are_the_members_mean(modules_batch_vocab):
     np.testing.assert_allclose(logit_mean([one]).logits(batch), one.logits(batch), rtol=0, atol=1e-5)
 
 
-def test_compiled_committee_decides_as_numpy(modules_batch_vocab, tmp_path):
-    modules, _, vocab = modules_batch_vocab
+def test_compiled_committee_decides_as_numpy(mini_default_sites, tmp_path):
+    modules, _, vocab = mini_default_sites
     committee = logit_mean(_priors(vocab, (16, 8), (1, 2, 3)))
     committee.export(tmp_path / "model")
     so = mlopt.compile_policy(tmp_path / "model", tmp_path / "committee.so")
@@ -62,10 +53,10 @@ def test_compiled_committee_decides_as_numpy(modules_batch_vocab, tmp_path):
     assert compared > 0
 
 
-def test_committee_errors(modules_batch_vocab):
+def test_committee_errors(mini_default_sites):
     from mlopt.problems.inlining import InlinePolicy
 
-    _, _, vocab = modules_batch_vocab
+    _, _, vocab = mini_default_sites
     a, b = _priors(vocab, (16, 8), (1, 2))
     with pytest.raises(ValueError, match="at least one policy"):
         logit_mean([])

@@ -8,21 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import mlopt
 from mlopt.policy.hinge_basis import hinge_columns, with_hinge_basis
 from mlopt.policy.mlp import sure_decisions
 from mlopt.problems import get
 
 PROBLEM = get("inlining-default")
-
-
-@pytest.fixture(scope="module")
-def batch_and_vocab(mini_corpus):
-    modules = mlopt.load_corpus(mini_corpus)
-    logs = [mlopt.compile(m).log for m in modules]
-    vocab = mlopt.Vocab.from_logs(logs, num_buckets=50, features=PROBLEM.feature_names)
-    batch = {n: np.concatenate([lg[n] for lg in logs if lg is not None]) for n in PROBLEM.feature_names}
-    return batch, vocab
 
 
 def _networks(vocab):
@@ -33,8 +23,8 @@ def _networks(vocab):
             with_default_prior(InlinePolicy.random(vocab, hidden=(16, 8, 8), seed=3), 20.0)]
 
 
-def test_grown_policy_decides_as_the_original(batch_and_vocab):
-    batch, vocab = batch_and_vocab
+def test_grown_policy_decides_as_the_original(mini_default_sites):
+    _, batch, vocab = mini_default_sites
     for net in _networks(vocab):
         logits, slack = net.logits_with_slack(batch)
         lead, unsure = sure_decisions(logits, slack)
@@ -49,10 +39,10 @@ def test_grown_policy_decides_as_the_original(batch_and_vocab):
             assert same[~unsure].all()
 
 
-def test_each_hinge_is_its_features_bucket_position_past_the_knot(batch_and_vocab):
+def test_each_hinge_is_its_features_bucket_position_past_the_knot(mini_default_sites):
     """One output weight c on hinge (j, k) moves the "yes" logit by exactly
     c * relu(p_j - k / knots): p_j from the vocab's own normalization."""
-    batch, vocab = batch_and_vocab
+    _, batch, vocab = mini_default_sites
     net = _networks(vocab)[2]
     knots = 4
     grown = with_hinge_basis(net, knots)
@@ -75,10 +65,10 @@ def test_each_hinge_is_its_features_bucket_position_past_the_knot(batch_and_voca
     assert checked > 0  # some call site sits past a knot: the check can fail
 
 
-def test_hinge_basis_errors(batch_and_vocab):
+def test_hinge_basis_errors(mini_default_sites):
     from mlopt.problems.inlining import InlinePolicy
 
-    _, vocab = batch_and_vocab
+    _, _, vocab = mini_default_sites
     with pytest.raises(ValueError, match="knots must be an integer >= 1"):
         with_hinge_basis(_networks(vocab)[0], 0)
     with pytest.raises(ValueError, match="needs a hidden layer"):
