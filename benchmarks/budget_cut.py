@@ -44,7 +44,7 @@ def setup_seconds(run: Path, trainer: str) -> float:
     """The seconds of set-up a run's clock left out: ES's sigma calibration in runs made before stop 60
     (their clock started after it); 0 for later runs (their clock counts it) and runs without one."""
     results = json.loads((run / "es_ppo.json").read_text())
-    if "setup_s" in results[trainer] or trainer != "es":
+    if trainer != "es" or results[trainer].get("setup_s") is not None:  # extended old runs record None
         return 0.0
     return float(results.get("es_sigma_calibration", {}).get("seconds", 0.0))
 
