@@ -25,6 +25,7 @@ import numpy as np
 from budget_cut import _judge, choose, validated_by
 from mlopt.policy.ensemble import logit_mean
 from mlopt.problems import load_weights
+from mlopt.workers import make_pool
 from seeds_table import _pct, _spread
 
 
@@ -49,8 +50,6 @@ def main() -> None:
     args = ap.parse_args()
     if args.members < 2:
         raise SystemExit("--members must be at least 2")
-    from mlopt.workers import make_pool
-
     rows = []
     with make_pool(args.workers) as pool:
         judge = validate = None
