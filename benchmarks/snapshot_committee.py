@@ -49,7 +49,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None)
     args = ap.parse_args()
     if args.members < 2:
-        raise SystemExit("--members must be at least 2")
+        ap.error("--members must be at least 2")
     rows = []
     with make_pool(args.workers) as pool:
         judge = validate = None
