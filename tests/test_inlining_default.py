@@ -40,10 +40,9 @@ def _linear(vocab: mlopt.Vocab, flip: bool):
 
 
 @pytest.fixture(scope="module")
-def modules_and_vocab(mini_corpus):
-    modules = mlopt.load_corpus(mini_corpus)
-    logs = [mlopt.compile(m).log for m in modules]
-    return modules, mlopt.Vocab.from_logs(logs, num_buckets=50, features=PROBLEM.feature_names)
+def modules_and_vocab(mini_default_sites):
+    modules, _, vocab = mini_default_sites
+    return modules, vocab
 
 
 @pytest.fixture(scope="module")

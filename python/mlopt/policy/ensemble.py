@@ -21,12 +21,6 @@ import numpy as np
 from .mlp import MLPPolicy
 
 
-def _same_vocab(a, b) -> bool:
-    if list(a.features) != list(b.features) or set(a.zscore) != set(b.zscore):
-        return False
-    return all(np.array_equal(a.boundaries[f], b.boundaries[f]) for f in a.features if f in a.boundaries)
-
-
 def logit_mean(policies: Sequence[MLPPolicy]) -> MLPPolicy:
     """One policy whose logits are the mean of ``policies``' (module docstring)."""
     if not policies:
@@ -37,8 +31,8 @@ def logit_mean(policies: Sequence[MLPPolicy]) -> MLPPolicy:
             raise ValueError(f"policy {i} is for {p.problem.name!r}, policy 0 for {first.problem.name!r}")
         if len(p.layers) != len(first.layers):
             raise ValueError(f"policy {i} has {len(p.layers)} layers, policy 0 {len(first.layers)}")
-        if not _same_vocab(p.vocab, first.vocab):
-            raise ValueError(f"policy {i}'s vocab differs from policy 0's (features or bucket boundaries)")
+        if p.vocab.fingerprint() != first.vocab.fingerprint():
+            raise ValueError(f"policy {i}'s vocab differs from policy 0's (features, bucket boundaries or z-scores)")
     k = len(policies)
     depth = len(first.layers)
     layers = []

@@ -35,6 +35,44 @@ def default_vocab(vocab: Vocab) -> Vocab:
     return Vocab(boundaries)
 
 
+def _decision_positions(vocab: Vocab) -> tuple[float, float]:
+    """The bucket positions (p0, p1) of inlining_default = 0 and 1 under ``vocab``."""
+    names = PROBLEM.feature_names
+    col = names.index(DEFAULT_DECISION)
+    rows = np.zeros((2, len(names)), np.int64)
+    rows[1, col] = 1
+    p0, p1 = (float(v) for v in vocab.subset(names).normalize(rows)[:, col])
+    return p0, p1
+
+
+def _with_carried_vote(vocab: Vocab, layers, margin: float) -> DefaultInformedPolicy:
+    """``layers`` (inlining-default inputs, a hidden layer at least) plus one
+    unit per hidden layer that carries relu(p - mid) of the heuristic's
+    decision (0 for "no", p1 - mid for "yes") to a vote of
+    margin * (inlining_default - 1/2) on the "yes" logit."""
+    p0, p1 = _decision_positions(vocab)
+    if not p1 > p0:
+        raise ValueError(f"the vocab does not tell {DEFAULT_DECISION} 0 and 1 apart")
+    mid = (p0 + p1) / 2
+    col = PROBLEM.feature_names.index(DEFAULT_DECISION)
+    (w, b), *rest = layers
+    first = np.zeros((w.shape[0] + 1, w.shape[1]), np.float32)
+    first[:-1] = w
+    first[-1, col] = 1.0
+    grown_layers = [(first, np.append(b, -mid).astype(np.float32))]
+    for k, (w, b) in enumerate(rest):
+        grown = np.zeros((w.shape[0] + (k + 1 < len(rest)), w.shape[1] + 1), np.float32)
+        grown[: w.shape[0], :-1] = w
+        bias = np.append(b, 0.0) if k + 1 < len(rest) else np.array(b, np.float32)
+        if k + 1 < len(rest):
+            grown[-1, -1] = 1.0  # carry the unit to the next layer
+        else:
+            grown[1, -1] = margin / (p1 - mid)  # the vote for "yes" when the heuristic says yes
+            bias[1] -= margin / 2
+        grown_layers.append((grown, bias.astype(np.float32)))
+    return DefaultInformedPolicy(vocab, grown_layers)
+
+
 def with_default_prior(policy: MLPPolicy, margin: float) -> DefaultInformedPolicy:
     """The ``inlining-default`` policy described in the module docstring;
     ``policy`` must be an ``inlining`` MLP (38 features). Without a hidden
@@ -46,36 +84,18 @@ def with_default_prior(policy: MLPPolicy, margin: float) -> DefaultInformedPolic
     vocab = default_vocab(policy.vocab)
     names = PROBLEM.feature_names
     col, n = names.index(DEFAULT_DECISION), len(names)
-    rows = np.zeros((2, n), np.int64)
-    rows[1, col] = 1
-    p0, p1 = (float(v) for v in vocab.subset(names).normalize(rows)[:, col])
-    mid = (p0 + p1) / 2  # the carried unit: relu(p - mid) = 0 for "no", p1 - mid for "yes"
     old = [i for i in range(n) if i != col]  # the 38 features' positions among the 39
     (w, b), *rest = policy.layers
-    if not rest:  # linear: the vote is margin * ((p - p0) / (p1 - p0) - 1/2) on the "yes" logit
-        first = np.zeros((w.shape[0], 2 * n), np.float32)
-        first[:, old] = w[:, : n - 1]
-        first[:, [n + i for i in old]] = w[:, n - 1:]
-        first[1, col] = margin / (p1 - p0)
-        bias = b.astype(np.float64)
-        bias[1] -= margin * p0 / (p1 - p0) + margin / 2
-        return DefaultInformedPolicy(vocab, [(first, bias.astype(np.float32))])
-    first = np.zeros((w.shape[0] + 1, 2 * n), np.float32)
-    first[:-1, old] = w[:, : n - 1]
-    first[:-1, [n + i for i in old]] = w[:, n - 1:]  # the squared block
-    first[-1, col] = 1.0
-    layers = [(first, np.append(b, -mid).astype(np.float32))]
-    for k, (w, b) in enumerate(rest):
-        grown = np.zeros((w.shape[0] + (k + 1 < len(rest)), w.shape[1] + 1), np.float32)
-        grown[: w.shape[0], :-1] = w
-        bias = np.append(b, 0.0) if k + 1 < len(rest) else b.copy()
-        if k + 1 < len(rest):
-            grown[-1, -1] = 1.0  # carry the unit to the next layer
-        else:
-            grown[1, -1] = margin / (p1 - mid)  # the vote for "yes" when the heuristic says yes
-            bias[1] -= margin / 2
-        layers.append((grown, bias.astype(np.float32)))
-    return DefaultInformedPolicy(vocab, layers)
+    first = np.zeros((w.shape[0], 2 * n), np.float32)
+    first[:, old] = w[:, : n - 1]
+    first[:, [n + i for i in old]] = w[:, n - 1:]  # the squared block
+    if rest:
+        return _with_carried_vote(vocab, [(first, b), *rest], margin)
+    p0, p1 = _decision_positions(vocab)  # linear: the vote is margin * ((p - p0) / (p1 - p0) - 1/2) on "yes"
+    first[1, col] = margin / (p1 - p0)
+    bias = b.astype(np.float64)
+    bias[1] -= margin * p0 / (p1 - p0) + margin / 2
+    return DefaultInformedPolicy(vocab, [(first, bias.astype(np.float32))])
 
 
 def with_added_vote(policy: DefaultInformedPolicy, delta: float) -> DefaultInformedPolicy:
@@ -92,26 +112,4 @@ def with_added_vote(policy: DefaultInformedPolicy, delta: float) -> DefaultInfor
         raise ValueError(f"with_added_vote needs an {PROBLEM.name!r} policy, not {policy.problem.name!r}")
     if len(policy.layers) < 2:
         raise ValueError("with_added_vote needs a hidden layer; this policy is linear")
-    names = PROBLEM.feature_names
-    col = names.index(DEFAULT_DECISION)
-    rows = np.zeros((2, len(names)), np.int64)
-    rows[1, col] = 1
-    p0, p1 = (float(v) for v in policy.vocab.subset(names).normalize(rows)[:, col])
-    if not p1 > p0:
-        raise ValueError(f"the policy's vocab does not tell {DEFAULT_DECISION} 0 and 1 apart")
-    mid = (p0 + p1) / 2
-    layers = []
-    for k, (w, b) in enumerate(policy.layers):
-        first, last = k == 0, k == len(policy.layers) - 1
-        grown = np.zeros((w.shape[0] + (not last), w.shape[1] + (not first)), np.float32)
-        grown[: w.shape[0], : w.shape[1]] = w
-        bias = np.append(b, -mid if first else 0.0) if not last else np.array(b, np.float64)
-        if first:
-            grown[-1, col] = 1.0
-        elif not last:
-            grown[-1, -1] = 1.0  # carry the unit to the next layer
-        else:
-            grown[1, -1] = delta / (p1 - mid)
-            bias[1] -= delta / 2
-        layers.append((grown, np.asarray(bias, np.float32)))
-    return DefaultInformedPolicy(policy.vocab, layers)
+    return _with_carried_vote(policy.vocab, policy.layers, delta)
