@@ -44,7 +44,6 @@ LLVM major: ``MLOPT_LLVM`` (default 19)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
@@ -53,12 +52,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_simplification_share import _write
+from bench_simplification_share import _write, run_arguments, run_corpus, run_draws
 from mlopt.compiler import TextSizeCache
 from mlopt.compiler.compile import compile as compile_module
-from mlopt.corpus import corpus_entries
-from mlopt.problems import load_weights
-from mlopt.rollouts.sampler import SizeStratifiedSampler
 from mlopt.training.es import flatten, layer_scale, trained_mask, unflatten
 
 
@@ -189,34 +185,21 @@ def load_weights_copy(policy):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("corpus", type=Path, help="the training split (a corpus directory)")
-    ap.add_argument("trace", type=Path, help="its heuristic trace (mlopt trace): -Oz .text per module")
-    ap.add_argument("run", type=Path, help="an ES run directory (checkpoint.npz, validated/NNNN.npz)")
-    ap.add_argument("--iterations", default="40,80", help="even iterations whose snapshot and next draw to use")
+    ap = run_arguments(__doc__, "40,80")
     ap.add_argument("--pairs", type=int, default=16, help="antithetic pairs (ES's default 16)")
     ap.add_argument("--modules", type=int, default=0, help="only the first N of each draw (a quick look)")
     ap.add_argument("--sigma", type=float, default=None, help="relative sigma (default: the run's)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     llvm = int(os.environ.get("MLOPT_LLVM", "19"))
-
-    z = np.load(args.trace, allow_pickle=True)
-    size = {str(m): float(v) for m, v in zip(z["modules"], z["text_size"])}
-    entries = [e for e in corpus_entries(args.corpus) if e.name in size]
-    cfg = json.loads(bytes(np.load(args.run / "checkpoint.npz")["config"]).decode())
+    cfg, _, _ = run_corpus(args)
     sigma = args.sigma if args.sigma is not None else cfg["sigma"]
-    sampler = SizeStratifiedSampler(np.array([size[e.name] for e in entries]), cfg.get("buckets", 4), cfg["seed"])
     rng = np.random.default_rng(args.seed)
     rows = []
     with tempfile.TemporaryDirectory() as d:
-        for it in (int(x) for x in args.iterations.split(",")):
-            drawn = sampler.sample(it, cfg["modules_per_perturbation"])  # iteration it + 1's draw
-            if args.modules:
-                drawn = drawn[: args.modules]
-            base = load_weights(args.run / "validated" / f"{it:04d}.npz")
-            rows.append(_measure([entries[i].load(llvm) for i in drawn], base, sigma, args.pairs, rng, Path(d),
-                                 f"it{it}"))
+        for label, base, chosen in run_draws(args):
+            chosen = chosen[: args.modules] if args.modules else chosen
+            rows.append(_measure([e.load(llvm) for e in chosen], base, sigma, args.pairs, rng, Path(d), label))
     total = sum(r["seconds"] for r in rows)
     gross = sum(r["gross_share"] * r["seconds"] for r in rows) / total if total else 0.0
     net = sum(r["net_share"] * r["seconds"] for r in rows) / total if total else 0.0

@@ -108,12 +108,39 @@ def _measure(chosen: list, base, args, llvm: int, rng, d: Path, label: str) -> l
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run_arguments(doc: str, iterations: str) -> argparse.ArgumentParser:
+    """The arguments of a bench that replays an ES run's draws: corpus, trace, run, --iterations."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("corpus", type=Path, help="the training split (a corpus directory)")
     ap.add_argument("trace", type=Path, help="its heuristic trace (mlopt trace): -Oz .text per module")
     ap.add_argument("run", type=Path, help="an ES run directory (checkpoint.npz, validated/NNNN.npz)")
-    ap.add_argument("--iterations", default="40,60,80", help="even iterations whose snapshot and next draw to use")
+    ap.add_argument("--iterations", default=iterations, help="even iterations whose snapshot and next draw to use")
+    return ap
+
+
+def run_corpus(args) -> tuple[dict, list, dict]:
+    """(the run's ES config, the training entries the trace sizes, their -Oz .text by name)."""
+    z = np.load(args.trace, allow_pickle=True)
+    size = {str(m): float(v) for m, v in zip(z["modules"], z["text_size"])}
+    entries = [e for e in corpus_entries(args.corpus) if e.name in size]
+    cfg = json.loads(bytes(np.load(args.run / "checkpoint.npz")["config"]).decode())
+    return cfg, entries, size
+
+
+def run_draws(args) -> list[tuple]:
+    """(label, snapshot, entries) per ``--iterations`` k: the run's validated iterate k and the modules its
+    sampler drew for iteration k + 1."""
+    cfg, entries, size = run_corpus(args)
+    sampler = SizeStratifiedSampler(np.array([size[e.name] for e in entries]), cfg.get("buckets", 4), cfg["seed"])
+    sets = []
+    for it in (int(x) for x in args.iterations.split(",")):
+        drawn = sampler.sample(it, cfg["modules_per_perturbation"])  # iteration it + 1's draw
+        sets.append((f"it{it}", load_weights(args.run / "validated" / f"{it:04d}.npz"), [entries[i] for i in drawn]))
+    return sets
+
+
+def main() -> None:
+    ap = run_arguments(__doc__, "40,60,80")
     ap.add_argument("--largest", type=int, default=0, help="instead: the N largest modules, the run's last snapshot")
     ap.add_argument("--pairs", type=int, default=16, help="antithetic pairs per round (ES's default 16)")
     ap.add_argument("--rounds", type=int, default=2)
@@ -122,22 +149,14 @@ def main() -> None:
     args = ap.parse_args()
     llvm = int(os.environ.get("MLOPT_LLVM", "19"))
 
-    z = np.load(args.trace, allow_pickle=True)
-    size = {str(m): float(v) for m, v in zip(z["modules"], z["text_size"])}
-    entries = [e for e in corpus_entries(args.corpus) if e.name in size]
-    cfg = json.loads(bytes(np.load(args.run / "checkpoint.npz")["config"]).decode())
     rng = np.random.default_rng(args.seed)
-    sets = []
     if args.largest:
+        _, entries, size = run_corpus(args)
         snapshots = sorted((args.run / "validated").glob("*.npz"))
         chosen = sorted(entries, key=lambda e: -size[e.name])[: args.largest]
-        sets.append((f"largest{args.largest}", load_weights(snapshots[-1]), chosen))
+        sets = [(f"largest{args.largest}", load_weights(snapshots[-1]), chosen)]
     else:
-        sampler = SizeStratifiedSampler(np.array([size[e.name] for e in entries]), cfg.get("buckets", 4), cfg["seed"])
-        for it in (int(x) for x in args.iterations.split(",")):
-            drawn = sampler.sample(it, cfg["modules_per_perturbation"])  # iteration it + 1's draw
-            snapshot = load_weights(args.run / "validated" / f"{it:04d}.npz")
-            sets.append((f"it{it}", snapshot, [entries[i] for i in drawn]))
+        sets = run_draws(args)
     sets = [(label, base, [e.load(llvm) for e in chosen]) for label, base, chosen in sets]
     rows = []
     with tempfile.TemporaryDirectory() as d:
