@@ -107,7 +107,7 @@ def _measure(chosen: list, base, sigma: float, pairs: int, rng, d: Path, label: 
     loaded_center = _write(base, d, f"{label}-center")
     for module in chosen:
         compile_module(module, loaded_center, log=True, cache=cache)
-    stamped = _StampedPolicy(load_weights_copy(base))
+    stamped = _StampedPolicy(_separate_copy(base))
     center = {}
     for module in chosen:
         decisions, stamps, total = stamped.compile(module, cache)
@@ -179,7 +179,7 @@ def _measure(chosen: list, base, sigma: float, pairs: int, rng, d: Path, label: 
     return row
 
 
-def load_weights_copy(policy):
+def _separate_copy(policy):
     """A separate instance of the same weights (its decide is replaced; the base stays as it is)."""
     return unflatten(policy, flatten(policy))
 
