@@ -18,6 +18,7 @@ import pytest
 from mlopt.errors import MloptError
 from mlopt.policy import MLPPolicy
 from mlopt.training.es import ESConfig, ESTrainer, default_pairs, flatten, shape_values
+from mlopt.training.flip_gradient import FlipGradientConfig, FlipGradientTrainer
 from mlopt.training.ppo import PPOConfig, PPOTrainer
 from tests.support import synthetic
 
@@ -55,6 +56,17 @@ def _run_es_pairs(tmp_path, sign: float, iterations: int):
     return start, trainer
 
 
+def _run_flip_gradient(tmp_path, sign: float, iterations: int):
+    env = synthetic.SyntheticEnvironment(sign)
+    start = synthetic.warm_start(TRAIN, epochs=3)
+    cfg = FlipGradientConfig(iterations=iterations, modules=16, flips=64, per_module=8, credit=20.0, step_share=0.6,
+                             probe_rows=1000, seed=0)
+    trainer = FlipGradientTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env,
+                                  sites={m.name: m.batch() for m in TRAIN})
+    trainer.run()
+    return start, trainer
+
+
 def _run_ppo(tmp_path, sign: float, iterations: int):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, epochs=3)
@@ -77,9 +89,10 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                             (partial(_run_es, objective="module-rank", line_search=(0, 0.5, 1, 2)),
                                              30),
                                             (partial(_run_es, objective="module-rank", hold=0.3), 30),
-                                            (_run_ppo, 80)],
+                                            (_run_flip_gradient, 30), (_run_ppo, 80)],
                          ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
-                              "es-guided", "es-projected", "es-line-search", "es-hold-flip-share", "ppo"])
+                              "es-guided", "es-projected", "es-line-search", "es-hold-flip-share", "flip-gradient",
+                              "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -260,15 +273,15 @@ def real_setup(mini_corpus):
     bc = train_bc(ds, inlining.PROBLEM, epochs=3, hidden=(8,), heldout_fraction=0.0)
     baseline = {m: int(s) for m, s in zip(ds.modules, ds.text_size)}
     entries = [e for e in corpus_entries(mini_corpus) if e.name in baseline]
-    return bc.policy, entries[:3], entries[3:5], baseline
+    return bc.policy, entries[:3], entries[3:5], baseline, ds.batches()
 
 
 @pytest.mark.llvm
-@pytest.mark.parametrize("kind", ["es", "ppo"])
+@pytest.mark.parametrize("kind", ["es", "ppo", "flip-gradient"])
 def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path, kind):
     from mlopt.workers import make_pool
 
-    policy, train, validation, baseline = real_setup
+    policy, train, validation, baseline, sites = real_setup
     out = {}
     for workers in (1, 2):
         run = tmp_path / f"w{workers}"
@@ -277,16 +290,27 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
             if kind == "es":
                 cfg = ESConfig(iterations=1, perturbations=3, modules_per_perturbation=3, sigma=2.0, seed=5)
                 trainer = ESTrainer(policy, train, baseline, run, cfg, validation=validation, pool=pool)
+            elif kind == "flip-gradient":
+                cfg = FlipGradientConfig(iterations=1, modules=3, flips=6, per_module=2, step_share=0.5, seed=5)
+                trainer = FlipGradientTrainer(policy, train, baseline, run, cfg, sites=sites, validation=validation,
+                                              pool=pool)
             else:
                 cfg = PPOConfig(iterations=1, modules=3, lr=1e-2, temperature=3.0, seed=5)
                 trainer = PPOTrainer(policy, train, baseline, run, cfg, validation=validation, pool=pool)
             trainer.run()
         lines = [json.loads(s) for s in (run / "metrics.jsonl").read_text().splitlines()]
         # Speed and how many rollouts the workers' caches answered depend on scheduling, not on the run.
-        timing = {"evaluations_per_s", "cache_hit_share"} if kind == "es" else {"rollouts_per_s"}
+        timing = {"evaluations_per_s", "cache_hit_share", "seconds"} if kind != "ppo" else {"rollouts_per_s"}
         out[workers] = (trainer.theta.tobytes(), [{k: v for k, v in m.items() if k not in timing} for m in lines])
     assert out[1] == out[2]
     m = out[1][1][1]
+    if kind == "flip-gradient":
+        # every flip compiled; the step moves exactly when some flip changed its module's size
+        assert m["flips"] == 6 and m["failed_flips"] == 0 and m["failed_modules"] == 0
+        moved = out[1][0] != flatten(policy).tobytes()
+        assert moved == (m["flips_helping"] + m["flips_hurting"] > 0 and m["update_norm"] > 0)
+        assert m["validation_delta_percent"] is not None
+        return
     moved = out[1][0] != ESTrainer(policy, train, baseline, tmp_path, ESConfig()).theta.tobytes()
     # ES moves exactly when its candidates differ (all tied: every rank equal, no gradient); PPO always
     assert moved == (kind == "ppo" or m["candidate_delta_std"] > 0)
@@ -295,7 +319,7 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
         assert m["rows"] > 0 and m["modules"] == 3
 
 
-@pytest.mark.parametrize("kind", ["es", "es-averaged", "es-scheduled", "es-guided", "ppo"])
+@pytest.mark.parametrize("kind", ["es", "es-averaged", "es-scheduled", "es-guided", "ppo", "flip-gradient"])
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
     def run(path, iterations, resume):
         path.mkdir(exist_ok=True)
@@ -306,6 +330,10 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
             cfg = ESConfig(iterations=iterations, seed=4, average=0.5 if kind == "es-averaged" else 0.0,
                            guide=2 if kind == "es-guided" else 0, **schedule)
             t = ESTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env)
+        elif kind == "flip-gradient":
+            cfg = FlipGradientConfig(iterations=iterations, modules=8, flips=16, step_share=0.3, probe_rows=500, seed=4)
+            t = FlipGradientTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env,
+                                    sites={m.name: m.batch() for m in TRAIN})
         else:
             t = PPOTrainer(start, TRAIN, _baseline(), path, PPOConfig(iterations=iterations, modules=8, seed=4),
                            validation=VALIDATION, env=env)

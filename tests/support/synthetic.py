@@ -16,7 +16,7 @@ from mlopt.log import TensorSpec
 from mlopt.policy import MLPPolicy, Vocab
 from mlopt.policy.sampled import sampled_policy
 from mlopt.problems.base import Problem
-from mlopt.training.environment import Trajectory
+from mlopt.training.environment import OwnCompile, Trajectory
 from mlopt.training.mlp_train import fit
 
 PROBLEM = Problem("synthetic", (TensorSpec("x0", "int64_t", [1]), TensorSpec("x1", "int64_t", [1])),
@@ -100,4 +100,23 @@ class SyntheticEnvironment:
             d = sampled_policy(policy, seed).decide(m.batch())
             out.append(Trajectory(self._cost(m, d), {**m.batch(), "decision": d.reshape(-1, 1)}))
         self.rollouts += len(items)
+        return out
+
+    def own_compiles(self, policy, entries, work):
+        self.rollouts += len(entries)
+        out = []
+        for m in entries:
+            d = policy.decide(m.batch())
+            out.append(OwnCompile(self._cost(m, d), "".join(map(str, d.tolist())), m.batch()))
+        return out
+
+    def forced_costs(self, policy, items, work):
+        """The first len(forced) decisions as forced, the policy's after (sites do not depend on earlier
+        decisions here, so position k is always site k)."""
+        self.rollouts += len(items)
+        out = []
+        for m, forced in items:
+            d = policy.decide(m.batch()).copy()
+            d[:len(forced)] = [int(c) for c in forced]
+            out.append(self._cost(m, d))
         return out

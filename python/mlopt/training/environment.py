@@ -6,10 +6,16 @@ synthetic problem with a known optimum (tests/test_trainers_learn.py).
     env = CompilerEnvironment(problem, pool)
     env.costs(policies, [(policy_index, entry), ...], work)   # objective or None per item
     env.trajectories(policy, [(entry, seed), ...], work)      # Trajectory or None per item
+    env.own_compiles(policy, [entry, ...], work)              # OwnCompile or None per entry
+    env.forced_costs(policy, [(entry, "0110"), ...], work)    # objective or None per item
 
 A cost is the problem's objective (lower is better: ``.text`` bytes for the
 inliner); a trajectory is one module compiled with sampled decisions: its
-cost and its training log (the features and the decisions taken, in order).
+cost and its training log (the features and the decisions taken, in order);
+an own compile is a deterministic policy's compile of a module with its
+decisions and logged features, and a forced cost the objective of a compile
+whose first decisions are forced and whose rest the policy takes (the
+flip-gradient trainer's counterfactuals, :mod:`mlopt.training.flip_gradient`).
 
 ``total_delta_percent`` is THE objective every trainer reports: the
 candidates' total cost over a set of modules against the heuristic's total
@@ -35,12 +41,23 @@ class Trajectory:
     log: object  # a feature batch with the decision column (mlopt.Log or a mapping of arrays)
 
 
+@dataclass
+class OwnCompile:
+    cost: float
+    decisions: str  # '0'/'1' per decision, in the compile's order
+    columns: dict  # the logged features (a feature batch), one row per decision
+
+
 class Environment(Protocol):
     problem: object
 
     def costs(self, policies: Sequence, items: Sequence[tuple[int, object]], work: Path) -> list[float | None]: ...
 
     def trajectories(self, policy, items: Sequence[tuple[object, int]], work: Path) -> list[Trajectory | None]: ...
+
+    def own_compiles(self, policy, entries: Sequence[object], work: Path) -> list[OwnCompile | None]: ...
+
+    def forced_costs(self, policy, items: Sequence[tuple[object, str]], work: Path) -> list[float | None]: ...
 
 
 def total_delta_percent(costs: Sequence[float | None], baselines: Sequence[float]) -> float | None:
@@ -70,26 +87,60 @@ class CompilerEnvironment:
         self._calls += 1
         return f"{tag}{self._calls}"
 
-    def costs(self, policies, items, work: Path) -> list[float | None]:
-        from ..rollouts import RolloutTask, failures_of, run_rollouts
+    def _write(self, policy, path: Path) -> tuple[str, str | None]:
+        """``policy`` as ``path`` (.tflite) and, for a plain MLP, its numpy twin beside it (replay settles
+        most rows without the model: RolloutTask.weights); the two paths."""
+        path.write_bytes(policy.to_tflite())
+        weights = (str(path.with_suffix(".npz")) if self.twins and type(policy).logits is MLPPolicy.logits
+                   else None)
+        if weights:
+            policy.save(weights, overwrite=True)
+        return str(path), weights
 
-        work.mkdir(parents=True, exist_ok=True)
-        stem = self._name("c")
-        paths, weights = [], []
-        for i, policy in enumerate(policies):
-            path = work / f"{stem}-{i}.tflite"
-            path.write_bytes(policy.to_tflite())
-            paths.append(str(path))
-            # its numpy twin: replay settles most rows without the model (RolloutTask.weights)
-            weights.append(str(path.with_suffix(".npz")) if self.twins and type(policy).logits is MLPPolicy.logits
-                           else None)
-            if weights[-1]:
-                policy.save(weights[-1], overwrite=True)
-        tasks = [RolloutTask(e, paths[i], problem=self.problem.name, weights=weights[i]) for i, e in items]
+    def _run(self, tasks: list) -> list:
+        from ..rollouts import failures_of, run_rollouts
+
         results = run_rollouts(tasks, pool=self.pool, quiet=True)
         self.failures = failures_of(tasks, results)
         self.cache_hits = sum(bool(r.ok and r.value.cache_hit) for r in results)
-        return [r.value.cost if r.ok else None for r in results]
+        return results
+
+    def costs(self, policies, items, work: Path) -> list[float | None]:
+        from ..rollouts import RolloutTask
+
+        work.mkdir(parents=True, exist_ok=True)
+        stem = self._name("c")
+        written = [self._write(policy, work / f"{stem}-{i}.tflite") for i, policy in enumerate(policies)]
+        tasks = [RolloutTask(e, written[i][0], problem=self.problem.name, weights=written[i][1]) for i, e in items]
+        return [r.value.cost if r.ok else None for r in self._run(tasks)]
+
+    def own_compiles(self, policy, entries, work: Path) -> list[OwnCompile | None]:
+        from ..rollouts import RolloutTask, TraceDataset
+
+        work.mkdir(parents=True, exist_ok=True)
+        path, weights = self._write(policy, work / f"{self._name('o')}.tflite")
+        tasks = [RolloutTask(e, path, log=True, decisions=True, problem=self.problem.name, weights=weights)
+                 for e in entries]
+        out = []
+        for r in self._run(tasks):
+            if not r.ok:
+                out.append(None)
+                continue
+            v = r.value
+            decisions = "".join("1" if d else "0" for d in v.policy_decisions.tolist())
+            columns = (TraceDataset.from_logs([v.module], [v.text_size], [v.log_bytes]).columns
+                       if v.log_bytes else {})
+            out.append(OwnCompile(v.cost, decisions, columns))
+        return out
+
+    def forced_costs(self, policy, items, work: Path) -> list[float | None]:
+        from ..rollouts import RolloutTask
+
+        work.mkdir(parents=True, exist_ok=True)
+        path, weights = self._write(policy, work / f"{self._name('f')}.tflite")
+        tasks = [RolloutTask(e, path, forced=forced, problem=self.problem.name, weights=weights)
+                 for e, forced in items]
+        return [r.value.cost if r.ok else None for r in self._run(tasks)]
 
     def trajectories(self, policy, items, work: Path) -> list[Trajectory | None]:
         from ..log import read_log

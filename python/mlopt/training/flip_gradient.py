@@ -1,0 +1,287 @@
+"""Flip gradient: a policy step from measured single-flip counterfactuals,
+generic over a two-action problem.
+
+ES learns which way to move a call site's decision from random
+perturbations that change many sites of many modules at once, and ranks
+each candidate by its whole module's size; most of each estimate is noise
+in thousands of dimensions, and the sites whose flips help some modules and
+hurt others crowd at the decision boundary (benchmarks/README.md, stop 58).
+Here each iteration *measures* what deciding the other way does, site by
+site, and steps the network along the measurements:
+
+1. draw ``modules`` training modules (the size-stratified sampler) and
+   compile each with the current policy itself (its decisions and logged
+   features: :meth:`Environment.own_compiles`);
+2. take the ``flips`` call sites of the draw nearest the policy's decision
+   boundary (smallest |margin|, margin = logit of action 1 minus logit of
+   action 0 on the logged features; at most ``per_module`` per module);
+3. compile each flip: the module's decisions before the site forced as the
+   policy took them, the site's own flipped, and the policy deciding every
+   later site (:meth:`Environment.forced_costs`; ml-compiler-opt's BC-Max
+   move). ``delta_s`` = cost with action 1 at the site minus cost with
+   action 0, the flip's exact effect on its module, the later sites'
+   reactions included;
+4. the descent direction is ``-sum_s tanh(delta_s / credit) J_s`` with
+   ``J_s`` the gradient of site s's margin in the space normalized by each
+   layer's weight scale (as ES perturbs): a site where action 1 costs
+   bytes has its margin pushed down, one where it saves pushed up, and a
+   flip that changes nothing adds nothing. ``credit`` saturates the
+   magnitude (a flip that saves a thousand bytes weighs like one that
+   saves a hundred), the per-site counterpart of ES's module ranks;
+5. the step's length is set by what it does: the longest step along the
+   direction (at most ``max_step`` in the normalized space) whose policy
+   decides differently from the current one in at most ``step_share`` of a
+   fixed probe of training modules (their recorded call sites, the
+   heuristic's trace: :mod:`mlopt.training.flip_hold`), found by
+   bisection. A trust region in decision space: the measurements say what
+   one flip does near the current policy, not what many do far from it;
+6. validation every ``validate_every`` iterations; ``best/`` keeps the best
+   (the starting policy included), by the total objective every trainer
+   reports.
+
+Every choice is made from exact decision-pass values (ties by position), the
+draws come from ``(seed, iteration)``, and results are reduced in a fixed
+order, so a seed gives the same policy bytes on 1 or N workers, and a
+resumed run equals an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MloptError
+from ..policy import MLPPolicy
+from ..rollouts.sampler import SizeStratifiedSampler
+from .checkpoint import load_checkpoint, save_checkpoint
+from .environment import CompilerEnvironment, first_failure, total_delta_percent
+from .es import flatten, layer_scale, unflatten
+from .es_projection import margin_gradients
+from .flip_hold import changed_share, site_probe
+
+BISECTION_STEPS = 14  # of the step length: max_step / 2**14 resolution
+
+
+@dataclass
+class FlipGradientConfig:
+    iterations: int = 10
+    modules: int = 48  # modules drawn per iteration
+    flips: int = 96  # call sites flipped (compiled) per iteration, the draw's nearest the boundary
+    per_module: int = 8  # at most this many of them in one module
+    credit: float = 32.0  # objective units (bytes) at which a flip's credit tanh(delta / credit) saturates
+    step_share: float = 0.03  # the step changes decisions in at most this share of the probe's modules
+    max_step: float = 4.0  # cap on the step's norm in the normalized space
+    probe_rows: int = 65536  # call sites of the step's probe (training modules, recorded features)
+    buckets: int = 4  # size strata of the module sampler
+    seed: int = 0
+    validate_every: int = 1
+    keep_validated: bool = False  # also save every validated policy as validated/<iteration>.npz
+
+
+def nearest_sites(margins: list[np.ndarray], flips: int, per_module: int) -> list[tuple[int, int]]:
+    """(module, site) pairs: the ``flips`` rows of ``margins`` (one array per module) with the smallest
+    |margin|, at most ``per_module`` per module; ties by module, then by site. Sorted."""
+    rows = []
+    for j, m in enumerate(margins):
+        if not len(m):
+            continue
+        order = np.lexsort((np.arange(len(m)), np.abs(m)))[:per_module]
+        rows.extend((float(abs(m[k])), j, int(k)) for k in order)
+    rows.sort()
+    return sorted((j, k) for _, j, k in rows[:flips])
+
+
+def flipped_prefix(decisions: str, k: int) -> str:
+    """Decisions before ``k`` as taken, decision ``k`` flipped (the policy takes the rest)."""
+    return decisions[:k] + ("0" if decisions[k] == "1" else "1")
+
+
+def flip_effects(decisions: str, sites: list[int], center: float, flipped: list[float | None]) -> np.ndarray:
+    """Per site: objective with action 1 there minus with action 0 (NaN where the flip failed)."""
+    out = np.full(len(sites), np.nan)
+    for i, (k, c) in enumerate(zip(sites, flipped)):
+        if c is not None:
+            out[i] = (center - c) if decisions[k] == "1" else (c - center)
+    return out
+
+
+class FlipGradientTrainer:
+    """Runs the flip gradient into a run directory (``checkpoint.npz`` after every iteration,
+    ``metrics.jsonl``, ``best/`` by validation delta). ``baseline``: the heuristic's objective per module
+    name; ``sites``: recorded call-site features per training module name (the probe of the step's
+    trust region); ``env``: an :class:`~mlopt.training.environment.Environment` (default: the compiler
+    on ``pool``)."""
+
+    def __init__(self, policy: MLPPolicy, train: list, baseline: dict[str, float], run_dir: Path,
+                 config: FlipGradientConfig, *, sites: Mapping[str, Mapping[str, np.ndarray]],
+                 validation: list | None = None, pool=None, env=None):
+        if not train:
+            raise MloptError("the flip gradient needs training modules")
+        if policy.problem.num_actions != 2:
+            raise MloptError(f"the flip gradient forces 0/1 decisions; problem {policy.problem.name!r} has "
+                             f"{policy.problem.num_actions} actions")
+        missing = [e.name for e in train + (validation or []) if e.name not in baseline]
+        if missing:
+            raise MloptError(f"no heuristic size for module {missing[0]!r} (trace the corpus first)")
+        c = config
+        if not (c.modules >= 1 and c.flips >= 1 and c.per_module >= 1 and c.credit > 0 and 0 < c.step_share < 1
+                and c.max_step > 0 and c.probe_rows >= 1 and c.validate_every >= 1):
+            raise MloptError("flip gradient settings: modules, flips, per_module, probe_rows and validate_every "
+                             "must be >= 1, credit and max_step > 0, step_share in (0, 1) (got "
+                             f"{c.modules}, {c.flips}, {c.per_module}, {c.probe_rows}, {c.validate_every}, "
+                             f"{c.credit}, {c.max_step}, {c.step_share})")
+        self.template = policy
+        self.train = train
+        self.validation = validation or []
+        self.baseline = baseline
+        self.run_dir = Path(run_dir)
+        self.config = config
+        self.env = env or CompilerEnvironment(policy.problem, pool)
+        self.theta = flatten(policy)
+        self.scale = layer_scale(policy)
+        self.probe = site_probe(policy, sites, [e.name for e in train], config.probe_rows, config.seed)
+        try:
+            self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed)
+        except ValueError as e:
+            raise MloptError(f"flip gradient module sampler: {e}") from None
+        self.iteration = 0
+        self.best: float | None = None
+        self.start_validation: float | None = None
+
+    # -- checkpoints ----------------------------------------------------------------
+    def save_checkpoint(self) -> None:
+        save_checkpoint(self.run_dir, self.config, theta=self.theta, scale=self.scale,
+                        iteration=np.int64(self.iteration),
+                        best=np.float64(np.nan if self.best is None else self.best))
+
+    def resume(self) -> bool:
+        z = load_checkpoint(self.run_dir, self.config)
+        if z is None:
+            return False
+        self.theta, self.scale = z["theta"], z["scale"]
+        self.iteration = int(z["iteration"])
+        best = float(z["best"])
+        self.best = None if np.isnan(best) else best
+        return True
+
+    # -- evaluation -----------------------------------------------------------------
+    def current_policy(self) -> MLPPolicy:
+        return unflatten(self.template, self.theta)
+
+    def validate(self, theta: np.ndarray, work: Path) -> float | None:
+        if not self.validation:
+            return None
+        costs = self.env.costs([unflatten(self.template, theta)], [(0, e) for e in self.validation], work)
+        return total_delta_percent(costs, [self.baseline[e.name] for e in self.validation])
+
+    def _step_length(self, center: MLPPolicy, direction: np.ndarray) -> tuple[float, float]:
+        """The longest t <= max_step (to the bisection's resolution) whose policy theta + scale * t *
+        direction changes decisions in at most step_share of the probe's modules; (t, its share)."""
+        cfg = self.config
+
+        def share(t: float) -> float:
+            moved = unflatten(self.template, (self.theta + self.scale * (np.float32(t) * direction)).astype(np.float32))
+            return changed_share(self.probe, center, [moved])
+
+        top = share(cfg.max_step)
+        if top <= cfg.step_share:
+            return cfg.max_step, top
+        lo, hi, at_lo = 0.0, cfg.max_step, 0.0
+        for _ in range(BISECTION_STEPS):
+            mid = (lo + hi) / 2
+            s = share(mid)
+            if s <= cfg.step_share:
+                lo, at_lo = mid, s
+            else:
+                hi = mid
+        return lo, at_lo
+
+    def step(self) -> dict:
+        """One iteration; returns its metrics."""
+        cfg = self.config
+        i = self.iteration
+        work = self.run_dir / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        start = time.perf_counter()
+        center = self.current_policy()
+        drawn = [self.train[j] for j in self.sampler.sample(i, cfg.modules)]
+        own = self.env.own_compiles(center, drawn, work)
+        kept = [(e, o) for e, o in zip(drawn, own) if o is not None and len(o.decisions)]
+        if not any(o is not None for o in own):
+            raise MloptError(f"iteration {i}: no drawn module compiled" + first_failure(self.env))
+        inputs = [center.training_inputs(o.columns)[0] for _, o in kept]
+        margins = [np.diff(center.logits_of_inputs(x), axis=1)[:, 0] if len(x) else np.zeros(0) for x in inputs]
+        for (e, o), x in zip(kept, inputs):
+            if len(x) != len(o.decisions):
+                raise MloptError(f"{e.name}: the log has {len(x)} rows for {len(o.decisions)} decisions")
+        chosen = nearest_sites(margins, cfg.flips, cfg.per_module)
+        flipped = self.env.forced_costs(center, [(kept[j][0], flipped_prefix(kept[j][1].decisions, k))
+                                                 for j, k in chosen], work)
+        delta = np.array([flip_effects(kept[j][1].decisions, [k], kept[j][1].cost, [c])[0]
+                          for (j, k), c in zip(chosen, flipped)], np.float64)
+        ok = ~np.isnan(delta)
+        credit = np.tanh(delta[ok] / cfg.credit)
+        rows = np.array([inputs[j][k] for (j, k), good in zip(chosen, ok) if good], np.float32)
+        direction = np.zeros_like(self.theta)
+        norm = 0.0
+        if len(rows) and credit.any():
+            grads = margin_gradients(center, rows) * self.scale.astype(np.float64)  # normalized space
+            g = -(credit[:, None] * grads).sum(axis=0)
+            norm = float(np.sqrt((g * g).sum()))
+            if norm > 0:
+                direction = (g / norm).astype(np.float32)
+        length, share = self._step_length(center, direction) if norm > 0 else (0.0, 0.0)
+        self.theta = (self.theta + self.scale * (np.float32(length) * direction)).astype(np.float32)
+        seconds = time.perf_counter() - start
+        self.iteration += 1
+        val = self.validate(self.theta, work) if self.iteration % cfg.validate_every == 0 else None
+        train = total_delta_percent([o.cost for _, o in kept], [self.baseline[e.name] for e, _ in kept])
+        metrics = {"iteration": self.iteration, "train_delta_percent": train,
+                   "reward": None if train is None else -train / 100.0,
+                   "modules": len(kept), "failed_modules": len(drawn) - len(kept), "flips": len(chosen),
+                   "failed_flips": int((~ok).sum()), "flips_helping": int((credit > 0).sum()),
+                   "flips_hurting": int((credit < 0).sum()), "flips_neutral": int((credit == 0).sum()),
+                   "flip_saving_bytes_max": float(-np.min(delta[ok])) if ok.any() else 0.0,
+                   "margin_median_abs": float(np.median([abs(margins[j][k]) for j, k in chosen])) if chosen else None,
+                   "gradient_norm": norm, "update_norm": length, "step_share": share,
+                   "evaluations": len(kept) + len(chosen), "seconds": seconds,
+                   "evaluations_per_s": (len(kept) + len(chosen)) / seconds if seconds > 0 else 0.0,
+                   "validation_delta_percent": val}
+        if val is not None and cfg.keep_validated:
+            (self.run_dir / "validated").mkdir(exist_ok=True)
+            self.current_policy().save(self.run_dir / "validated" / f"{self.iteration:04d}.npz", overwrite=True)
+        if val is not None and (self.best is None or val < self.best):
+            self.best = val
+            self._save_best()
+        self.save_checkpoint()
+        shutil.rmtree(work, ignore_errors=True)
+        return metrics
+
+    def _save_best(self) -> None:
+        best = self.run_dir / "best"
+        best.mkdir(exist_ok=True)
+        self.current_policy().save(best / "policy.npz", overwrite=True)
+
+    def run(self, on_iteration: Callable[[dict], None] | None = None) -> MLPPolicy:
+        if self.iteration == 0 and self.best is None and self.validation:
+            work = self.run_dir / "work"
+            work.mkdir(parents=True, exist_ok=True)
+            self.best = self.start_validation = self.validate(self.theta, work)
+            if self.best is not None:
+                self._save_best()
+            shutil.rmtree(work, ignore_errors=True)
+            with open(self.run_dir / "metrics.jsonl", "a") as f:
+                f.write(json.dumps({"iteration": 0, "validation_delta_percent": self.best}, sort_keys=True) + "\n")
+        while self.iteration < self.config.iterations:
+            m = self.step()
+            with open(self.run_dir / "metrics.jsonl", "a") as f:
+                f.write(json.dumps(m, sort_keys=True) + "\n")
+            if on_iteration:
+                on_iteration(m)
+        return self.current_policy()
