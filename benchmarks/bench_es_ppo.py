@@ -44,6 +44,7 @@ from mlopt.rollouts import trace_corpus
 from mlopt.training.distill import distill
 from mlopt.training.environment import CompilerEnvironment, total_delta_percent
 from mlopt.training.es import OBJECTIVES, ESConfig, ESTrainer
+from mlopt.training.flip_gradient import FlipGradientConfig, FlipGradientTrainer
 from mlopt.training.ppo import PPOConfig, PPOTrainer
 from mlopt.training.run_dir import open_run
 from mlopt.training.sigma_calibration import calibrate_sigma, flip_probe, module_flip_share
@@ -179,6 +180,16 @@ def main() -> None:
     ap.add_argument("--ppo-temperature", type=float, default=PPOConfig.temperature)
     ap.add_argument("--ppo-target-kl", type=float, default=None,
                     help="stop an iteration's epochs past 1.5x this mean KL from the sampling policy")
+    ap.add_argument("--fg-modules", type=int, default=FlipGradientConfig.modules, metavar="K",
+                    help="flip gradient (--trainers fg): modules drawn per iteration")
+    ap.add_argument("--fg-flips", type=int, default=FlipGradientConfig.flips, metavar="N",
+                    help="flip gradient: call sites flipped (compiled) per iteration")
+    ap.add_argument("--fg-per-module", type=int, default=FlipGradientConfig.per_module, metavar="N")
+    ap.add_argument("--fg-credit", type=float, default=FlipGradientConfig.credit, metavar="BYTES",
+                    help="flip gradient: a flip's credit is tanh(bytes it saves / BYTES)")
+    ap.add_argument("--fg-step-share", type=float, default=FlipGradientConfig.step_share, metavar="S",
+                    help="flip gradient: a step changes decisions in at most this share of the probe's modules")
+    ap.add_argument("--fg-max-step", type=float, default=FlipGradientConfig.max_step, metavar="T")
     ap.add_argument("--validate-every", type=int, default=1, help="validate every K-th iteration")
     ap.add_argument("--test-curve", type=int, default=0, metavar="N",
                     help="after training, also evaluate N of the validated policies on the test split "
@@ -258,6 +269,13 @@ def main() -> None:
                 sites = train_trace.batches() if args.es_project or args.es_hold_flip_share else None
                 trainer = ESTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                     pool=pool, sites=sites)
+            elif name == "fg":
+                cfg = FlipGradientConfig(iterations=0, modules=args.fg_modules, flips=args.fg_flips,
+                                         per_module=args.fg_per_module, credit=args.fg_credit,
+                                         step_share=args.fg_step_share, max_step=args.fg_max_step, seed=args.seed,
+                                         validate_every=args.validate_every, keep_validated=True)
+                trainer = FlipGradientTrainer(init, side["train"], baseline, run_dir, cfg, sites=train_trace.batches(),
+                                              validation=side["validation"], pool=pool)
             else:
                 cfg = PPOConfig(iterations=0, modules=args.ppo_modules, lr=args.ppo_lr, seed=args.seed,
                                 temperature=args.ppo_temperature, target_kl=args.ppo_target_kl,

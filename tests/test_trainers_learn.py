@@ -539,13 +539,17 @@ def test_the_sampler_never_draws_the_largest_share_it_skips_and_is_unchanged_wit
 
 
 @pytest.mark.llvm
-def test_cli_train_ppo_runs_resumes_and_refuses_a_silent_restart(real_setup, mini_corpus, tmp_path, capsys):
+@pytest.mark.parametrize("kind", ["ppo", "flip-gradient"])
+def test_cli_train_runs_resumes_and_refuses_a_silent_restart(real_setup, mini_corpus, tmp_path, capsys, kind):
     from mlopt.cli import main
 
     policy = real_setup[0]
     policy.save(tmp_path / "bc.npz")
-    args = ["train", "ppo", str(mini_corpus), "--init", str(tmp_path / "bc.npz"), "-o", str(tmp_path / "ppo"),
+    run = tmp_path / kind
+    args = ["train", kind, str(mini_corpus), "--init", str(tmp_path / "bc.npz"), "-o", str(run),
             "--validation", str(mini_corpus), "--modules", "2", "--workers", "2", "--no-compile", "--quiet", "--json"]
+    if kind == "flip-gradient":
+        args += ["--flips", "3"]
     assert main([*args, "--iterations", "1"]) == 0
     capsys.readouterr()
     assert main([*args, "--iterations", "1"]) == 2  # an existing run: --resume or --force
@@ -553,10 +557,12 @@ def test_cli_train_ppo_runs_resumes_and_refuses_a_silent_restart(real_setup, min
     assert main([*args, "--iterations", "2", "--resume"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["iterations"] == 2 and summary["best_validation_delta_percent"] is not None
-    metrics = [json.loads(s) for s in (tmp_path / "ppo" / "metrics.jsonl").read_text().splitlines()]
+    metrics = [json.loads(s) for s in (run / "metrics.jsonl").read_text().splitlines()]
     assert [m["iteration"] for m in metrics] == [0, 1, 2] and all(m["modules"] == 2 for m in metrics[1:])
+    if kind == "flip-gradient":
+        assert all(m["flips"] == 3 and m["failed_flips"] == 0 for m in metrics[1:])
     assert main([*args, "--iterations", "1", "--force"]) == 0  # starts over
-    assert [json.loads(s)["iteration"] for s in (tmp_path / "ppo" / "metrics.jsonl").read_text().splitlines()] == [0, 1]
+    assert [json.loads(s)["iteration"] for s in (run / "metrics.jsonl").read_text().splitlines()] == [0, 1]
 
 
 def test_line_search_takes_the_multiple_best_on_a_fresh_draw_and_steps_exactly_by_it(tmp_path):

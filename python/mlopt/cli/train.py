@@ -213,6 +213,23 @@ def cmd_train_ppo(args) -> int:
     return _rollout_trainer(args, "ppo", cfg, PPOTrainer, "PPO")
 
 
+def cmd_train_flip_gradient(args) -> int:
+    from ..training.flip_gradient import FlipGradientConfig, FlipGradientTrainer
+
+    cfg = FlipGradientConfig(iterations=args.iterations, modules=args.modules, flips=args.flips,
+                             per_module=args.per_module, credit=args.credit, step_share=args.step_share,
+                             max_step=args.max_step, buckets=args.buckets, seed=args.seed,
+                             validate_every=args.validate_every)
+
+    def make_trainer(policy, train, baseline, out, cfg, *, validation, pool):
+        from ..rollouts import trace_corpus
+
+        sites = trace_corpus(args.corpus, pool=pool, quiet=True).batches()  # the step's probe (cached trace)
+        return FlipGradientTrainer(policy, train, baseline, out, cfg, sites=sites, validation=validation, pool=pool)
+
+    return _rollout_trainer(args, "flip-gradient", cfg, make_trainer, "flip gradient")
+
+
 def _es_ppo_options(p) -> None:
     p.add_argument("corpus", help="training corpus")
     p.add_argument("--init", required=True, metavar="RUN|NPZ",
@@ -346,7 +363,7 @@ def _rollout_trainer_options(parser) -> None:
 
 def register(sub) -> None:
     train = sub.add_parser("train", help="train policies: bc (imitate the heuristic), es (evolution strategies), ppo, "
-                           "search (imitate searched trajectories)",
+                           "flip-gradient (step along measured flips), search (imitate searched trajectories)",
                            description="Train policies; each run writes a run directory.")
     tsub = train.add_subparsers(dest="train_command", metavar="COMMAND", required=True)
     bc = add_command(tsub, "bc", "behavioral cloning: a policy that imitates the heuristic from a trace",
@@ -451,6 +468,25 @@ def register(sub) -> None:
     ppo.add_argument("--temperature", type=positive_float, default=1.0, help="sampling temperature (1.0)")
     _rollout_trainer_options(ppo)
     ppo.set_defaults(func=cmd_train_ppo)
+
+    fg = add_command(tsub, "flip-gradient",
+                     "step along measured single flips: the call sites nearest the boundary compiled flipped",
+                     ["mlopt train flip-gradient splits/train --init prior.npz --validation splits/validation "
+                      "-o runs/fg --iterations 60 --validate-every 2",
+                      "mlopt train flip-gradient splits/train --init prior.npz -o runs/fg --resume --iterations 90"])
+    _es_ppo_options(fg)
+    fg.add_argument("--modules", type=positive_int, default=48, help="modules drawn per iteration (48)")
+    fg.add_argument("--flips", type=positive_int, default=96,
+                    help="call sites compiled flipped per iteration, the draw's nearest the decision boundary (96)")
+    fg.add_argument("--per-module", type=positive_int, default=8, metavar="N", help="at most N flips in a module (8)")
+    fg.add_argument("--credit", type=positive_float, default=32.0, metavar="UNITS",
+                    help="a flip's weight is tanh(objective it saves / UNITS); bytes for the inliner (32)")
+    fg.add_argument("--step-share", type=fraction, default=0.03, metavar="S",
+                    help="a step changes decisions in at most the share S of a probe of training modules (0.03)")
+    fg.add_argument("--max-step", type=positive_float, default=4.0, metavar="T",
+                    help="cap on a step's norm, in the space normalized by each layer's weight scale (4)")
+    _rollout_trainer_options(fg)
+    fg.set_defaults(func=cmd_train_flip_gradient)
 
     se = add_command(tsub, "search", "search each module's decisions for smaller code, then imitate the best",
                      ["mlopt train search splits/train --init runs/bc --validation splits/validation -o runs/search",
