@@ -59,7 +59,7 @@ def _run_es_pairs(tmp_path, sign: float, iterations: int):
 def _run_flip_gradient(tmp_path, sign: float, iterations: int):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, epochs=3)
-    cfg = FlipGradientConfig(iterations=iterations, modules=16, flips=64, per_module=8, credit=20.0, step_share=0.6,
+    cfg = FlipGradientConfig(iterations=iterations, modules=16, flips=64, per_module=8, credit=20.0,
                              probe_rows=1000, seed=0)
     trainer = FlipGradientTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env,
                                   sites={m.name: m.batch() for m in TRAIN})
@@ -291,7 +291,7 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
                 cfg = ESConfig(iterations=1, perturbations=3, modules_per_perturbation=3, sigma=2.0, seed=5)
                 trainer = ESTrainer(policy, train, baseline, run, cfg, validation=validation, pool=pool)
             elif kind == "flip-gradient":
-                cfg = FlipGradientConfig(iterations=1, modules=3, flips=6, per_module=2, step_share=0.5, seed=5)
+                cfg = FlipGradientConfig(iterations=1, modules=3, flips=6, per_module=2, seed=5)
                 trainer = FlipGradientTrainer(policy, train, baseline, run, cfg, sites=sites, validation=validation,
                                               pool=pool)
             else:
@@ -331,7 +331,7 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
                            guide=2 if kind == "es-guided" else 0, **schedule)
             t = ESTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env)
         elif kind == "flip-gradient":
-            cfg = FlipGradientConfig(iterations=iterations, modules=8, flips=16, step_share=0.3, probe_rows=500, seed=4)
+            cfg = FlipGradientConfig(iterations=iterations, modules=8, flips=16, probe_rows=500, seed=4)
             t = FlipGradientTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env,
                                     sites={m.name: m.batch() for m in TRAIN})
         else:

@@ -217,7 +217,7 @@ def cmd_train_flip_gradient(args) -> int:
     from ..training.flip_gradient import FlipGradientConfig, FlipGradientTrainer
 
     cfg = FlipGradientConfig(iterations=args.iterations, modules=args.modules, flips=args.flips,
-                             per_module=args.per_module, credit=args.credit, step_share=args.step_share,
+                             per_module=args.per_module, credit=args.credit, margin_step=args.margin_step,
                              max_step=args.max_step, buckets=args.buckets, seed=args.seed,
                              validate_every=args.validate_every)
 
@@ -481,8 +481,9 @@ def register(sub) -> None:
     fg.add_argument("--per-module", type=positive_int, default=8, metavar="N", help="at most N flips in a module (8)")
     fg.add_argument("--credit", type=positive_float, default=32.0, metavar="UNITS",
                     help="a flip's weight is tanh(objective it saves / UNITS); bytes for the inliner (32)")
-    fg.add_argument("--step-share", type=fraction, default=0.03, metavar="S",
-                    help="a step changes decisions in at most the share S of a probe of training modules (0.03)")
+    fg.add_argument("--margin-step", type=positive_float, default=1.0, metavar="LOGITS",
+                    help="a step moves the flipped sites' margins (logit of inlining minus logit of not) by LOGITS, "
+                         "root mean square, to first order (1)")
     fg.add_argument("--max-step", type=positive_float, default=4.0, metavar="T",
                     help="cap on a step's norm, in the space normalized by each layer's weight scale (4)")
     _rollout_trainer_options(fg)

@@ -28,13 +28,15 @@ site, and steps the network along the measurements:
    flip that changes nothing adds nothing. ``credit`` saturates the
    magnitude (a flip that saves a thousand bytes weighs like one that
    saves a hundred), the per-site counterpart of ES's module ranks;
-5. the step's length is set by what it does: the longest step along the
-   direction (at most ``max_step`` in the normalized space) whose policy
-   decides differently from the current one in at most ``step_share`` of a
-   fixed probe of training modules (their recorded call sites, the
-   heuristic's trace: :mod:`mlopt.training.flip_hold`), found by
-   bisection. A trust region in decision space: the measurements say what
-   one flip does near the current policy, not what many do far from it;
+5. the step's length is set in logits: the step along the direction that
+   moves the flipped sites' margins by ``margin_step`` (root mean square,
+   to first order: ``t = margin_step / rms_s(J_s . direction)``), at most
+   ``max_step`` in the normalized space. A flip measures what one decision
+   does near the current policy, so each step moves the measured sites a
+   bounded distance, and a site far on the wrong side crosses after several
+   iterations agree. (A trust region by the share of probe modules a step
+   changes, tried first, stalls: once some call sites sit within a hair of
+   the boundary any step changes them; the share is logged, ``step_share``.)
 6. validation every ``validate_every`` iterations; ``best/`` keeps the best
    (the starting policy included), by the total objective every trainer
    reports.
@@ -64,8 +66,6 @@ from .es import flatten, layer_scale, unflatten
 from .es_projection import margin_gradients
 from .flip_hold import changed_share, site_probe
 
-BISECTION_STEPS = 14  # of the step length: max_step / 2**14 resolution
-
 
 @dataclass
 class FlipGradientConfig:
@@ -74,9 +74,9 @@ class FlipGradientConfig:
     flips: int = 96  # call sites flipped (compiled) per iteration, the draw's nearest the boundary
     per_module: int = 8  # at most this many of them in one module
     credit: float = 32.0  # objective units (bytes) at which a flip's credit tanh(delta / credit) saturates
-    step_share: float = 0.03  # the step changes decisions in at most this share of the probe's modules
+    margin_step: float = 1.0  # a step moves the flipped sites' margins by this many logits (rms, first order)
     max_step: float = 4.0  # cap on the step's norm in the normalized space
-    probe_rows: int = 65536  # call sites of the step's probe (training modules, recorded features)
+    probe_rows: int = 65536  # call sites of the probe the step's share of changed modules is measured on
     buckets: int = 4  # size strata of the module sampler
     seed: int = 0
     validate_every: int = 1
@@ -129,12 +129,12 @@ class FlipGradientTrainer:
         if missing:
             raise MloptError(f"no heuristic size for module {missing[0]!r} (trace the corpus first)")
         c = config
-        if not (c.modules >= 1 and c.flips >= 1 and c.per_module >= 1 and c.credit > 0 and 0 < c.step_share < 1
+        if not (c.modules >= 1 and c.flips >= 1 and c.per_module >= 1 and c.credit > 0 and c.margin_step > 0
                 and c.max_step > 0 and c.probe_rows >= 1 and c.validate_every >= 1):
             raise MloptError("flip gradient settings: modules, flips, per_module, probe_rows and validate_every "
-                             "must be >= 1, credit and max_step > 0, step_share in (0, 1) (got "
+                             "must be >= 1, credit, margin_step and max_step > 0 (got "
                              f"{c.modules}, {c.flips}, {c.per_module}, {c.probe_rows}, {c.validate_every}, "
-                             f"{c.credit}, {c.max_step}, {c.step_share})")
+                             f"{c.credit}, {c.margin_step}, {c.max_step})")
         self.template = policy
         self.train = train
         self.validation = validation or []
@@ -179,28 +179,6 @@ class FlipGradientTrainer:
         costs = self.env.costs([unflatten(self.template, theta)], [(0, e) for e in self.validation], work)
         return total_delta_percent(costs, [self.baseline[e.name] for e in self.validation])
 
-    def _step_length(self, center: MLPPolicy, direction: np.ndarray) -> tuple[float, float]:
-        """The longest t <= max_step (to the bisection's resolution) whose policy theta + scale * t *
-        direction changes decisions in at most step_share of the probe's modules; (t, its share)."""
-        cfg = self.config
-
-        def share(t: float) -> float:
-            moved = unflatten(self.template, (self.theta + self.scale * (np.float32(t) * direction)).astype(np.float32))
-            return changed_share(self.probe, center, [moved])
-
-        top = share(cfg.max_step)
-        if top <= cfg.step_share:
-            return cfg.max_step, top
-        lo, hi, at_lo = 0.0, cfg.max_step, 0.0
-        for _ in range(BISECTION_STEPS):
-            mid = (lo + hi) / 2
-            s = share(mid)
-            if s <= cfg.step_share:
-                lo, at_lo = mid, s
-            else:
-                hi = mid
-        return lo, at_lo
-
     def step(self) -> dict:
         """One iteration; returns its metrics."""
         cfg = self.config
@@ -229,15 +207,19 @@ class FlipGradientTrainer:
         credit = np.tanh(delta[ok] / cfg.credit)
         rows = np.array([inputs[j][k] for (j, k), good in zip(chosen, ok) if good], np.float32)
         direction = np.zeros_like(self.theta)
-        norm = 0.0
+        norm = length = 0.0
         if len(rows) and credit.any():
             grads = margin_gradients(center, rows) * self.scale.astype(np.float64)  # normalized space
             g = -(credit[:, None] * grads).sum(axis=0)
             norm = float(np.sqrt((g * g).sum()))
             if norm > 0:
-                direction = (g / norm).astype(np.float32)
-        length, share = self._step_length(center, direction) if norm > 0 else (0.0, 0.0)
+                u = g / norm
+                moved = (grads * u[None, :]).sum(axis=1)  # margin change per unit step, per flipped site
+                rms = float(np.sqrt((moved * moved).mean()))
+                length = min(cfg.max_step, cfg.margin_step / rms) if rms > 0 else 0.0
+                direction = u.astype(np.float32)
         self.theta = (self.theta + self.scale * (np.float32(length) * direction)).astype(np.float32)
+        share = changed_share(self.probe, center, [self.current_policy()]) if length > 0 else 0.0
         seconds = time.perf_counter() - start
         self.iteration += 1
         val = self.validate(self.theta, work) if self.iteration % cfg.validate_every == 0 else None
