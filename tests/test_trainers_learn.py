@@ -209,7 +209,7 @@ def test_es_cache_hit_share_counts_the_iterations_compiles_not_validations(tmp_p
     assert shares == [1.0, 1.0]  # validation's 12 compiles are not this iteration's hits
 
 
-@pytest.mark.parametrize("kind", ["es", "ppo"])
+@pytest.mark.parametrize("kind", ["es", "ppo", "flip-gradient"])
 def test_validate_every_k_validates_only_those_iterations(tmp_path, kind):
     """--validate-every 2: validation (and so best/) only after iterations
     2 and 4; the counted validations are the synthetic environment's calls;
@@ -220,13 +220,18 @@ def test_validate_every_k_validates_only_those_iterations(tmp_path, kind):
         cfg = ESConfig(iterations=5, modules_per_perturbation=8, sigma=0.1, lr=0.1, seed=0, validate_every=2,
                        keep_validated=True)
         trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
+    elif kind == "flip-gradient":
+        cfg = FlipGradientConfig(iterations=5, modules=8, flips=16, probe_rows=500, seed=0, validate_every=2,
+                                 keep_validated=True)
+        trainer = FlipGradientTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env,
+                                      sites={m.name: m.batch() for m in TRAIN})
     else:
         cfg = PPOConfig(iterations=5, modules=8, lr=1e-2, epochs=1, batch_size=256, seed=0, validate_every=2,
                         keep_validated=True)
         trainer = PPOTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
     calls = []
-    validate = trainer.validate
-    trainer.validate = lambda *a: calls.append(trainer.iteration) or validate(*a)
+    validate = trainer.validate_current
+    trainer.validate_current = lambda *a: calls.append(trainer.iteration) or validate(*a)
     trainer.run()
     lines = [json.loads(s) for s in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [m["iteration"] for m in lines] == [0, 1, 2, 3, 4, 5]

@@ -93,11 +93,10 @@ its last checkpoint equals an uninterrupted one."""
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,10 +106,11 @@ from ..errors import MloptError
 from ..policy import MLPPolicy
 from ..rollouts.sampler import SizeStratifiedSampler
 from .checkpoint import load_checkpoint, save_checkpoint
-from .environment import CompilerEnvironment, first_failure, total_delta_percent
+from .environment import CompilerEnvironment, first_failure
 from .es_projection import orthonormal_rows, projected_sum
 from .flip_hold import changed_share, held_sigma, measuring_perturbations, site_probe
 from .mlp_train import Adam
+from .validated_run import ValidatedRun
 
 OBJECTIVES = ("total", "module-rank")  # what the gradient ascends (ESConfig.objective)
 
@@ -279,7 +279,7 @@ def per_module_ranks(costs: np.ndarray) -> np.ndarray:
     return np.array([shape_values(-c[:, j], "rank") for j in range(c.shape[1])]).reshape(c.shape[1], len(c))
 
 
-class ESTrainer:
+class ESTrainer(ValidatedRun):
     """Runs ES into a run directory (``checkpoint.npz`` after every
     iteration, ``metrics.jsonl``, ``best/`` by validation delta).
     ``baseline``: the heuristic's objective per module name. ``env``: an
@@ -387,13 +387,6 @@ class ESTrainer:
         return True
 
     # -- evaluation -----------------------------------------------------------------
-    def validate(self, theta: np.ndarray, work: Path) -> float | None:
-        """Total objective delta (%) of ``theta`` against the heuristic on the validation modules."""
-        if not self.validation:
-            return None
-        costs = self.env.costs([unflatten(self.template, theta)], [(0, e) for e in self.validation], work)
-        return total_delta_percent(costs, [self.baseline[e.name] for e in self.validation])
-
     def step(self) -> dict:
         """One iteration; returns its metrics."""
         cfg = self.config
@@ -468,7 +461,7 @@ class ESTrainer:
             self.averaged = cfg.average * self.averaged + (1.0 - cfg.average) * self.theta.astype(np.float64)
         elapsed = time.perf_counter() - start
         self.iteration += 1
-        val = self.validate(self.produced(), work) if self.iteration % cfg.validate_every == 0 else None
+        val = self.validate_current(work) if self.iteration % cfg.validate_every == 0 else None
         drawn = sum(map(len, draws)) if cfg.modules_per_pair else len(draws[0])
         metrics = {"iteration": self.iteration, "train_delta_percent": float(values.mean()),
                    "reward": float(-values.mean() / 100.0),
@@ -482,13 +475,7 @@ class ESTrainer:
                    "cache_hit_share": hits / len(items),
                    "validation_delta_percent": val, "sigma": self.sigma, **hold_metrics, **guide_metrics,
                    **projection_metrics, **line_metrics}
-        if val is not None and cfg.keep_validated:
-            (self.run_dir / "validated").mkdir(exist_ok=True)
-            snapshot = self.run_dir / "validated" / f"{self.iteration:04d}.npz"
-            self.current_policy().save(snapshot, overwrite=True)
-        if val is not None and (self.best is None or val < self.best):
-            self.best = val
-            self._save_best()
+        self._validated(val)
         self.save_checkpoint()
         shutil.rmtree(work, ignore_errors=True)
         return metrics
@@ -586,11 +573,6 @@ class ESTrainer:
         self.velocity = (cfg.momentum * self.velocity + grad).astype(np.float32)
         return lr * self.velocity
 
-    def _save_best(self) -> None:
-        best = self.run_dir / "best"
-        best.mkdir(exist_ok=True)
-        self.current_policy().save(best / "policy.npz", overwrite=True)
-
     def produced(self) -> np.ndarray:
         """The parameters of the policy the run produces now: the current iterate, or with
         ``config.average`` the iterates' moving average."""
@@ -599,22 +581,3 @@ class ESTrainer:
     def current_policy(self) -> MLPPolicy:
         """The policy the run produces now (what validation measures; ``produced``)."""
         return unflatten(self.template, self.produced())
-
-    def run(self, on_iteration: Callable[[dict], None] | None = None) -> MLPPolicy:
-        if self.iteration == 0 and self.best is None and self.validation:
-            # The starting policy is the one to beat: ES keeps it if no iteration does better.
-            work = self.run_dir / "work"
-            work.mkdir(parents=True, exist_ok=True)
-            self.best = self.start_validation = self.validate(self.produced(), work)
-            if self.best is not None:
-                self._save_best()
-            shutil.rmtree(work, ignore_errors=True)
-            with open(self.run_dir / "metrics.jsonl", "a") as f:
-                f.write(json.dumps({"iteration": 0, "validation_delta_percent": self.best}, sort_keys=True) + "\n")
-        while self.iteration < self.config.iterations:
-            m = self.step()
-            with open(self.run_dir / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(m, sort_keys=True) + "\n")
-            if on_iteration:
-                on_iteration(m)
-        return self.current_policy()

@@ -48,10 +48,9 @@ resumed run equals an uninterrupted one."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,6 +64,7 @@ from .environment import CompilerEnvironment, first_failure, total_delta_percent
 from .es import flatten, layer_scale, unflatten
 from .es_projection import margin_gradients
 from .flip_hold import changed_share, site_probe
+from .validated_run import ValidatedRun
 
 
 @dataclass
@@ -110,7 +110,7 @@ def flip_effects(decisions: str, sites: list[int], center: float, flipped: list[
     return out
 
 
-class FlipGradientTrainer:
+class FlipGradientTrainer(ValidatedRun):
     """Runs the flip gradient into a run directory (``checkpoint.npz`` after every iteration,
     ``metrics.jsonl``, ``best/`` by validation delta). ``baseline``: the heuristic's objective per module
     name; ``sites``: recorded call-site features per training module name (the probe of the step's
@@ -173,12 +173,6 @@ class FlipGradientTrainer:
     def current_policy(self) -> MLPPolicy:
         return unflatten(self.template, self.theta)
 
-    def validate(self, theta: np.ndarray, work: Path) -> float | None:
-        if not self.validation:
-            return None
-        costs = self.env.costs([unflatten(self.template, theta)], [(0, e) for e in self.validation], work)
-        return total_delta_percent(costs, [self.baseline[e.name] for e in self.validation])
-
     def step(self) -> dict:
         """One iteration; returns its metrics."""
         cfg = self.config
@@ -222,7 +216,7 @@ class FlipGradientTrainer:
         share = changed_share(self.probe, center, [self.current_policy()]) if length > 0 else 0.0
         seconds = time.perf_counter() - start
         self.iteration += 1
-        val = self.validate(self.theta, work) if self.iteration % cfg.validate_every == 0 else None
+        val = self.validate_current(work) if self.iteration % cfg.validate_every == 0 else None
         train = total_delta_percent([o.cost for _, o in kept], [self.baseline[e.name] for e, _ in kept])
         metrics = {"iteration": self.iteration, "train_delta_percent": train,
                    "reward": None if train is None else -train / 100.0,
@@ -235,35 +229,7 @@ class FlipGradientTrainer:
                    "evaluations": len(kept) + len(chosen), "seconds": seconds,
                    "evaluations_per_s": (len(kept) + len(chosen)) / seconds if seconds > 0 else 0.0,
                    "validation_delta_percent": val}
-        if val is not None and cfg.keep_validated:
-            (self.run_dir / "validated").mkdir(exist_ok=True)
-            self.current_policy().save(self.run_dir / "validated" / f"{self.iteration:04d}.npz", overwrite=True)
-        if val is not None and (self.best is None or val < self.best):
-            self.best = val
-            self._save_best()
+        self._validated(val)
         self.save_checkpoint()
         shutil.rmtree(work, ignore_errors=True)
         return metrics
-
-    def _save_best(self) -> None:
-        best = self.run_dir / "best"
-        best.mkdir(exist_ok=True)
-        self.current_policy().save(best / "policy.npz", overwrite=True)
-
-    def run(self, on_iteration: Callable[[dict], None] | None = None) -> MLPPolicy:
-        if self.iteration == 0 and self.best is None and self.validation:
-            work = self.run_dir / "work"
-            work.mkdir(parents=True, exist_ok=True)
-            self.best = self.start_validation = self.validate(self.theta, work)
-            if self.best is not None:
-                self._save_best()
-            shutil.rmtree(work, ignore_errors=True)
-            with open(self.run_dir / "metrics.jsonl", "a") as f:
-                f.write(json.dumps({"iteration": 0, "validation_delta_percent": self.best}, sort_keys=True) + "\n")
-        while self.iteration < self.config.iterations:
-            m = self.step()
-            with open(self.run_dir / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(m, sort_keys=True) + "\n")
-            if on_iteration:
-                on_iteration(m)
-        return self.current_policy()

@@ -30,10 +30,8 @@ uninterrupted one."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +44,7 @@ from .checkpoint import decoded_json, encoded_json, load_checkpoint, save_checkp
 from .environment import CompilerEnvironment, first_failure, rollout_seed, total_delta_percent
 from .es import flatten, unflatten
 from .mlp_train import Adam, backward, forward
+from .validated_run import ValidatedRun
 
 
 @dataclass
@@ -136,7 +135,7 @@ def kl_from_sampling(layers, batch: Batch, temperature: float = 1.0) -> float:
     return float(np.mean((portable_math.exp(log_ratio) - 1.0) - log_ratio))
 
 
-class PPOTrainer:
+class PPOTrainer(ValidatedRun):
     """Runs PPO into a run directory (``checkpoint.npz`` after every
     iteration, ``metrics.jsonl``, ``best/`` by validation delta).
     ``baseline``: the heuristic's objective per module name; ``env``: an
@@ -191,12 +190,6 @@ class PPOTrainer:
         return True
 
     # -- one iteration ----------------------------------------------------------------
-    def validate(self, work: Path) -> float | None:
-        if not self.validation:
-            return None
-        costs = self.env.costs([self.current_policy()], [(0, e) for e in self.validation], work)
-        return total_delta_percent(costs, [self.baseline[e.name] for e in self.validation])
-
     def _batch(self, trajectories, rewards: dict[int, float]) -> Batch | None:
         policy = self.current_policy()
         problem = policy.problem
@@ -272,7 +265,7 @@ class PPOTrainer:
                     if kl > 1.5 * cfg.target_kl:
                         break
         self.iteration += 1
-        val = self.validate(work) if self.iteration % cfg.validate_every == 0 else None
+        val = self.validate_current(work) if self.iteration % cfg.validate_every == 0 else None
         metrics = {"iteration": self.iteration, "train_delta_percent": train_delta,
                    "reward_mean": float(r.mean()), "reward_std": spread, "modules": len(rewards),
                    "failed_modules": len(entries) - len(rewards), "rows": 0 if batch is None else len(batch.actions),
@@ -282,35 +275,7 @@ class PPOTrainer:
                    "epochs_run": epochs_run, "kl_after": kl}
         for key in ("clip_fraction", "approx_kl", "entropy"):
             metrics[key] = float(np.mean([s[key] for s in stats])) if stats else None
-        if val is not None and cfg.keep_validated:
-            (self.run_dir / "validated").mkdir(exist_ok=True)
-            self.current_policy().save(self.run_dir / "validated" / f"{self.iteration:04d}.npz", overwrite=True)
-        if val is not None and (self.best is None or val < self.best):
-            self.best = val
-            self._save_best()
+        self._validated(val)
         self.save_checkpoint()
         shutil.rmtree(work, ignore_errors=True)
         return metrics
-
-    def _save_best(self) -> None:
-        best = self.run_dir / "best"
-        best.mkdir(exist_ok=True)
-        self.current_policy().save(best / "policy.npz", overwrite=True)
-
-    def run(self, on_iteration: Callable[[dict], None] | None = None) -> MLPPolicy:
-        if self.iteration == 0 and self.best is None and self.validation:
-            work = self.run_dir / "work"
-            work.mkdir(parents=True, exist_ok=True)
-            self.best = self.start_validation = self.validate(work)
-            if self.best is not None:
-                self._save_best()
-            shutil.rmtree(work, ignore_errors=True)
-            with open(self.run_dir / "metrics.jsonl", "a") as f:
-                f.write(json.dumps({"iteration": 0, "validation_delta_percent": self.best}, sort_keys=True) + "\n")
-        while self.iteration < self.config.iterations:
-            m = self.step()
-            with open(self.run_dir / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(m, sort_keys=True) + "\n")
-            if on_iteration:
-                on_iteration(m)
-        return self.current_policy()
