@@ -189,6 +189,8 @@ def main() -> None:
                     help="flip gradient: a flip's credit is tanh(bytes it saves / BYTES)")
     ap.add_argument("--fg-margin-step", type=float, default=FlipGradientConfig.margin_step, metavar="LOGITS",
                     help="flip gradient: a step moves the flipped sites' margins by this much (rms)")
+    ap.add_argument("--fg-hinge", type=float, default=FlipGradientConfig.hinge, metavar="LOGITS",
+                    help="flip gradient: sites on the better side by at least this margin do not push (0: all do)")
     ap.add_argument("--fg-max-step", type=float, default=FlipGradientConfig.max_step, metavar="T")
     ap.add_argument("--validate-every", type=int, default=1, help="validate every K-th iteration")
     ap.add_argument("--test-curve", type=int, default=0, metavar="N",
@@ -272,7 +274,8 @@ def main() -> None:
             elif name == "fg":
                 cfg = FlipGradientConfig(iterations=0, modules=args.fg_modules, flips=args.fg_flips,
                                          per_module=args.fg_per_module, credit=args.fg_credit,
-                                         margin_step=args.fg_margin_step, max_step=args.fg_max_step, seed=args.seed,
+                                         margin_step=args.fg_margin_step, hinge=args.fg_hinge,
+                                         max_step=args.fg_max_step, seed=args.seed,
                                          validate_every=args.validate_every, keep_validated=True)
                 trainer = FlipGradientTrainer(init, side["train"], baseline, run_dir, cfg, sites=train_trace.batches(),
                                               validation=side["validation"], pool=pool)

@@ -218,6 +218,7 @@ def cmd_train_flip_gradient(args) -> int:
 
     cfg = FlipGradientConfig(iterations=args.iterations, modules=args.modules, flips=args.flips,
                              per_module=args.per_module, credit=args.credit, margin_step=args.margin_step,
+                             hinge=args.hinge,
                              max_step=args.max_step, buckets=args.buckets, seed=args.seed,
                              validate_every=args.validate_every)
 
@@ -484,6 +485,9 @@ def register(sub) -> None:
     fg.add_argument("--margin-step", type=positive_float, default=1.0, metavar="LOGITS",
                     help="a step moves the flipped sites' margins (logit of inlining minus logit of not) by LOGITS, "
                          "root mean square, to first order (1)")
+    fg.add_argument("--hinge", type=float, default=0.0, metavar="LOGITS",
+                    help="a site decided the better way by at least LOGITS does not push (a hinge loss; 0: every "
+                         "measured flip pushes, and the many that say 'stay' grow every margin)")
     fg.add_argument("--max-step", type=positive_float, default=4.0, metavar="T",
                     help="cap on a step's norm, in the space normalized by each layer's weight scale (4)")
     _rollout_trainer_options(fg)

@@ -27,7 +27,12 @@ site, and steps the network along the measurements:
    bytes has its margin pushed down, one where it saves pushed up, and a
    flip that changes nothing adds nothing. ``credit`` saturates the
    magnitude (a flip that saves a thousand bytes weighs like one that
-   saves a hundred), the per-site counterpart of ES's module ranks;
+   saves a hundred), the per-site counterpart of ES's module ranks.
+   With ``hinge`` h > 0 only sites decided the worse way, or the better way
+   by less than h logits, push (a hinge loss): a flip that hurts at a site
+   already far on the right side says to stay, not to grow every margin;
+   without it (h = 0) the many such sites push the network toward more
+   confidence everywhere (benchmarks/README.md, stop 62);
 5. the step's length is set in logits: the step along the direction that
    moves the flipped sites' margins by ``margin_step`` (root mean square,
    to first order: ``t = margin_step / rms_s(J_s . direction)``), at most
@@ -75,6 +80,9 @@ class FlipGradientConfig:
     per_module: int = 8  # at most this many of them in one module
     credit: float = 32.0  # objective units (bytes) at which a flip's credit tanh(delta / credit) saturates
     margin_step: float = 1.0  # a step moves the flipped sites' margins by this many logits (rms, first order)
+    # a hinge: a site already decided the better way with a margin of at least this many logits adds nothing
+    # (0: off, every measured flip pushes, however far its site is on the right side)
+    hinge: float = 0.0
     max_step: float = 4.0  # cap on the step's norm in the normalized space
     probe_rows: int = 65536  # call sites of the probe the step's share of changed modules is measured on
     buckets: int = 4  # size strata of the module sampler
@@ -130,11 +138,12 @@ class FlipGradientTrainer(ValidatedRun):
             raise MloptError(f"no heuristic size for module {missing[0]!r} (trace the corpus first)")
         c = config
         if not (c.modules >= 1 and c.flips >= 1 and c.per_module >= 1 and c.credit > 0 and c.margin_step > 0
+                and c.hinge >= 0
                 and c.max_step > 0 and c.probe_rows >= 1 and c.validate_every >= 1):
             raise MloptError("flip gradient settings: modules, flips, per_module, probe_rows and validate_every "
-                             "must be >= 1, credit, margin_step and max_step > 0 (got "
+                             "must be >= 1, credit, margin_step and max_step > 0, hinge >= 0 (got "
                              f"{c.modules}, {c.flips}, {c.per_module}, {c.probe_rows}, {c.validate_every}, "
-                             f"{c.credit}, {c.margin_step}, {c.max_step})")
+                             f"{c.credit}, {c.margin_step}, {c.max_step}, {c.hinge})")
         self.template = policy
         self.train = train
         self.validation = validation or []
@@ -199,12 +208,17 @@ class FlipGradientTrainer(ValidatedRun):
                           for (j, k), c in zip(chosen, flipped)], np.float64)
         ok = ~np.isnan(delta)
         credit = np.tanh(delta[ok] / cfg.credit)
-        rows = np.array([inputs[j][k] for (j, k), good in zip(chosen, ok) if good], np.float32)
+        measured = ok.copy()
+        if cfg.hinge:  # sites on the better side by at least the hinge already are where they should be
+            margin = np.array([margins[j][k] for j, k in chosen], np.float64)
+            measured &= ~(np.sign(-np.nan_to_num(delta)) * margin >= cfg.hinge)
+        pushing = np.tanh(delta[measured] / cfg.credit)
+        rows = np.array([inputs[j][k] for (j, k), good in zip(chosen, measured) if good], np.float32)
         direction = np.zeros_like(self.theta)
         norm = length = 0.0
-        if len(rows) and credit.any():
+        if len(rows) and pushing.any():
             grads = margin_gradients(center, rows) * self.scale.astype(np.float64)  # normalized space
-            g = -(credit[:, None] * grads).sum(axis=0)
+            g = -(pushing[:, None] * grads).sum(axis=0)
             norm = float(np.sqrt((g * g).sum()))
             if norm > 0:
                 u = g / norm
@@ -223,6 +237,7 @@ class FlipGradientTrainer(ValidatedRun):
                    "modules": len(kept), "failed_modules": len(drawn) - len(kept), "flips": len(chosen),
                    "failed_flips": int((~ok).sum()), "flips_helping": int((credit > 0).sum()),
                    "flips_hurting": int((credit < 0).sum()), "flips_neutral": int((credit == 0).sum()),
+                   "flips_pushing": int((pushing != 0).sum()),
                    "flip_saving_bytes_max": float(-np.min(delta[ok])) if ok.any() else 0.0,
                    "margin_median_abs": float(np.median([abs(margins[j][k]) for j, k in chosen])) if chosen else None,
                    "gradient_norm": norm, "update_norm": length, "step_share": share,
