@@ -40,6 +40,7 @@ from mlopt.corpus import PACKAGES, corpus_entries, package_of
 from mlopt.corpus.manifest import read_manifest
 from mlopt.evaluation import plot_training_curve
 from mlopt.problems import load_weights
+from mlopt.problems.inlining_default.prior import carried_vote_mask
 from mlopt.rollouts import trace_corpus
 from mlopt.training.distill import distill
 from mlopt.training.environment import CompilerEnvironment, total_delta_percent
@@ -191,6 +192,8 @@ def main() -> None:
                     help="flip gradient: a step moves the flipped sites' margins by this much (rms)")
     ap.add_argument("--fg-hinge", type=float, default=FlipGradientConfig.hinge, metavar="LOGITS",
                     help="flip gradient: sites on the better side by at least this margin do not push (0: all do)")
+    ap.add_argument("--fg-freeze-vote", action="store_true",
+                    help="flip gradient: keep the prior's carried heuristic vote fixed (carried_vote_mask)")
     ap.add_argument("--fg-max-step", type=float, default=FlipGradientConfig.max_step, metavar="T")
     ap.add_argument("--validate-every", type=int, default=1, help="validate every K-th iteration")
     ap.add_argument("--test-curve", type=int, default=0, metavar="N",
@@ -277,8 +280,10 @@ def main() -> None:
                                          margin_step=args.fg_margin_step, hinge=args.fg_hinge,
                                          max_step=args.fg_max_step, seed=args.seed,
                                          validate_every=args.validate_every, keep_validated=True)
+                frozen = carried_vote_mask(init) if args.fg_freeze_vote else None
                 trainer = FlipGradientTrainer(init, side["train"], baseline, run_dir, cfg, sites=train_trace.batches(),
-                                              validation=side["validation"], pool=pool)
+                                              validation=side["validation"], pool=pool, frozen=frozen)
+                results["fg_frozen_parameters"] = int(frozen.sum()) if frozen is not None else 0
             else:
                 cfg = PPOConfig(iterations=0, modules=args.ppo_modules, lr=args.ppo_lr, seed=args.seed,
                                 temperature=args.ppo_temperature, target_kl=args.ppo_target_kl,

@@ -223,10 +223,21 @@ def cmd_train_flip_gradient(args) -> int:
                              validate_every=args.validate_every)
 
     def make_trainer(policy, train, baseline, out, cfg, *, validation, pool):
+        from ..problems.inlining_default import PROBLEM as DEFAULT_INFORMED
+        from ..problems.inlining_default.prior import carried_vote_mask
         from ..rollouts import trace_corpus
+        from ._common import UsageError
 
+        frozen = None
+        if args.freeze_vote:
+            if policy.problem.name != DEFAULT_INFORMED.name or len(policy.layers) < 2:
+                raise UsageError(f"--freeze-vote keeps the heuristic's carried vote of a prior (mlopt policy "
+                                 f"default-prior); {args.init} is a {policy.problem.name!r} policy"
+                                 + ("" if len(policy.layers) >= 2 else " without a hidden layer"))
+            frozen = carried_vote_mask(policy)
         sites = trace_corpus(args.corpus, pool=pool, quiet=True).batches()  # the step's probe (cached trace)
-        return FlipGradientTrainer(policy, train, baseline, out, cfg, sites=sites, validation=validation, pool=pool)
+        return FlipGradientTrainer(policy, train, baseline, out, cfg, sites=sites, validation=validation, pool=pool,
+                                   frozen=frozen)
 
     return _rollout_trainer(args, "flip-gradient", cfg, make_trainer, "flip gradient")
 
@@ -488,6 +499,9 @@ def register(sub) -> None:
     fg.add_argument("--hinge", type=float, default=0.0, metavar="LOGITS",
                     help="a site decided the better way by at least LOGITS does not push (a hinge loss; 0: every "
                          "measured flip pushes, and the many that say 'stay' grow every margin)")
+    fg.add_argument("--freeze-vote", action="store_true",
+                    help="keep the heuristic's vote of a prior (mlopt policy default-prior) fixed: its path's gain "
+                         "(80 at margin 20) otherwise makes every step mostly a change of the vote's strength")
     fg.add_argument("--max-step", type=positive_float, default=4.0, metavar="T",
                     help="cap on a step's norm, in the space normalized by each layer's weight scale (4)")
     _rollout_trainer_options(fg)

@@ -121,13 +121,14 @@ def flip_effects(decisions: str, sites: list[int], center: float, flipped: list[
 class FlipGradientTrainer(ValidatedRun):
     """Runs the flip gradient into a run directory (``checkpoint.npz`` after every iteration,
     ``metrics.jsonl``, ``best/`` by validation delta). ``baseline``: the heuristic's objective per module
-    name; ``sites``: recorded call-site features per training module name (the probe of the step's
-    trust region); ``env``: an :class:`~mlopt.training.environment.Environment` (default: the compiler
-    on ``pool``)."""
+    name; ``sites``: recorded call-site features per training module name (the probe the step's share
+    of changed modules is measured on); ``frozen``: a mask of parameters (flat, as ES flattens) the run
+    keeps as they are (e.g. :func:`mlopt.problems.inlining_default.prior.carried_vote_mask`); ``env``: an
+    :class:`~mlopt.training.environment.Environment` (default: the compiler on ``pool``)."""
 
     def __init__(self, policy: MLPPolicy, train: list, baseline: dict[str, float], run_dir: Path,
                  config: FlipGradientConfig, *, sites: Mapping[str, Mapping[str, np.ndarray]],
-                 validation: list | None = None, pool=None, env=None):
+                 validation: list | None = None, pool=None, env=None, frozen: np.ndarray | None = None):
         if not train:
             raise MloptError("the flip gradient needs training modules")
         if policy.problem.num_actions != 2:
@@ -153,6 +154,9 @@ class FlipGradientTrainer(ValidatedRun):
         self.env = env or CompilerEnvironment(policy.problem, pool)
         self.theta = flatten(policy)
         self.scale = layer_scale(policy)
+        self.frozen = np.zeros(self.theta.size, bool) if frozen is None else np.asarray(frozen, bool)
+        if self.frozen.shape != self.theta.shape:
+            raise MloptError(f"frozen: a mask of {self.frozen.size} parameters for a policy of {self.theta.size}")
         self.probe = site_probe(policy, sites, [e.name for e in train], config.probe_rows, config.seed)
         try:
             self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed)
@@ -218,6 +222,7 @@ class FlipGradientTrainer(ValidatedRun):
         norm = length = 0.0
         if len(rows) and pushing.any():
             grads = margin_gradients(center, rows) * self.scale.astype(np.float64)  # normalized space
+            grads[:, self.frozen] = 0.0
             g = -(pushing[:, None] * grads).sum(axis=0)
             norm = float(np.sqrt((g * g).sum()))
             if norm > 0:

@@ -113,3 +113,26 @@ def with_added_vote(policy: DefaultInformedPolicy, delta: float) -> DefaultInfor
     if len(policy.layers) < 2:
         raise ValueError("with_added_vote needs a hidden layer; this policy is linear")
     return _with_carried_vote(policy.vocab, policy.layers, delta)
+
+
+def carried_vote_mask(policy: MLPPolicy, units: int = 1) -> np.ndarray:
+    """Per parameter of the flat vector (each layer's W row-major, then its b, as ES flattens): True for
+    the parameters of the heuristic's vote carried by :func:`with_default_prior` (``units`` = 1) or by it
+    and ``units - 1`` calls of :func:`with_added_vote`: the last ``units`` units of each hidden layer (their
+    incoming weights and biases) and the weights they feed in the next layer. A trainer that keeps them
+    fixed keeps the vote's strength, so a call site changes its decision only through the network's own
+    features. The vote's path has a gain of ``margin / (p1 - mid)`` on the margin (80 at margin 20), so a
+    gradient step in the normalized space is otherwise mostly a change of the vote's strength for every
+    call site at once."""
+    if len(policy.layers) < 2:
+        raise ValueError("the carried vote needs a hidden layer; this policy is linear")
+    parts = []
+    for k, (w, b) in enumerate(policy.layers):
+        mw, mb = np.zeros(w.shape, bool), np.zeros(b.shape, bool)
+        if k + 1 < len(policy.layers):  # a hidden layer: its last units are the carried votes
+            mw[-units:, :] = True
+            mb[-units:] = True
+        if k:  # the weights fed by the previous layer's carried units
+            mw[:, -units:] = True
+        parts += [mw.reshape(-1), mb]
+    return np.concatenate(parts)
