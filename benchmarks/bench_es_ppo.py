@@ -192,6 +192,8 @@ def main() -> None:
                     help="flip gradient: a step moves the flipped sites' margins by this much (rms)")
     ap.add_argument("--fg-hinge", type=float, default=FlipGradientConfig.hinge, metavar="LOGITS",
                     help="flip gradient: sites on the better side by at least this margin do not push (0: all do)")
+    ap.add_argument("--fg-balanced", action="store_true",
+                    help="flip gradient: half the flips among sites decided 1, half among those decided 0")
     ap.add_argument("--fg-freeze-vote", action="store_true",
                     help="flip gradient: keep the prior's carried heuristic vote fixed (carried_vote_mask)")
     ap.add_argument("--fg-max-step", type=float, default=FlipGradientConfig.max_step, metavar="T")
@@ -277,6 +279,7 @@ def main() -> None:
             elif name == "fg":
                 cfg = FlipGradientConfig(iterations=0, modules=args.fg_modules, flips=args.fg_flips,
                                          per_module=args.fg_per_module, credit=args.fg_credit,
+                                         balanced=args.fg_balanced,
                                          margin_step=args.fg_margin_step, hinge=args.fg_hinge,
                                          max_step=args.fg_max_step, seed=args.seed,
                                          validate_every=args.validate_every, keep_validated=True)

@@ -18,7 +18,7 @@ import pytest
 from mlopt.errors import MloptError
 from mlopt.policy import MLPPolicy
 from mlopt.training.es import ESConfig, ESTrainer, default_pairs, flatten, shape_values
-from mlopt.training.flip_gradient import FlipGradientConfig, FlipGradientTrainer
+from mlopt.training.flip_gradient import FlipGradientConfig, FlipGradientTrainer, balanced_sites, nearest_sites
 from mlopt.training.ppo import PPOConfig, PPOTrainer
 from tests.support import synthetic
 
@@ -614,3 +614,13 @@ def test_line_search_takes_the_multiple_best_on_a_fresh_draw_and_steps_exactly_b
         with pytest.raises(MloptError, match="line search"):
             ESTrainer(start, TRAIN, _baseline(), tmp_path / "bad",
                       ESConfig(iterations=1, line_search=bad), env=synthetic.SyntheticEnvironment(1.0))
+
+
+def test_flip_sites_are_the_nearest_the_boundary_per_module_cap_and_balance():
+    """nearest_sites: smallest |margin| first, at most per_module a module; balanced_sites: half among the
+    sites decided 1, half among those decided 0, the other side filling in where one runs short."""
+    margins = [np.array([0.5, -3.0, 2.0, -0.1]), np.array([-1.0, 4.0])]
+    assert nearest_sites(margins, 3, 8) == [(0, 0), (0, 3), (1, 0)]
+    assert nearest_sites(margins, 3, 1) == [(0, 3), (1, 0)]  # one a module: module 0's nearest, module 1's
+    assert balanced_sites(margins, ["1010", "01"], 4, 8) == [(0, 0), (0, 2), (0, 3), (1, 0)]
+    assert balanced_sites(margins, ["1111", "11"], 3, 8) == [(0, 0), (0, 3), (1, 0)]  # no site decided 0

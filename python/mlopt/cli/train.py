@@ -218,6 +218,7 @@ def cmd_train_flip_gradient(args) -> int:
 
     cfg = FlipGradientConfig(iterations=args.iterations, modules=args.modules, flips=args.flips,
                              per_module=args.per_module, credit=args.credit, margin_step=args.margin_step,
+                             balanced=args.balanced,
                              hinge=args.hinge,
                              max_step=args.max_step, buckets=args.buckets, seed=args.seed,
                              validate_every=args.validate_every)
@@ -499,6 +500,9 @@ def register(sub) -> None:
     fg.add_argument("--hinge", type=float, default=0.0, metavar="LOGITS",
                     help="a site decided the better way by at least LOGITS does not push (a hinge loss; 0: every "
                          "measured flip pushes, and the many that say 'stay' grow every margin)")
+    fg.add_argument("--balanced", action="store_true",
+                    help="half the flips among the nearest sites the policy inlines, half among those it does not "
+                         "(from the heuristic's prior nearly all the nearest are inlined ones)")
     fg.add_argument("--freeze-vote", action="store_true",
                     help="keep the heuristic's vote of a prior (mlopt policy default-prior) fixed: its path's gain "
                          "(80 at margin 20) otherwise makes every step mostly a change of the vote's strength")

@@ -15,6 +15,10 @@ site, and steps the network along the measurements:
 2. take the ``flips`` call sites of the draw nearest the policy's decision
    boundary (smallest |margin|, margin = logit of action 1 minus logit of
    action 0 on the logged features; at most ``per_module`` per module);
+   with ``balanced``, half of them among the sites the policy takes action
+   1 at and half among action 0's (from the heuristic's prior nearly all
+   the nearest sites are inlined ones, and the flips never ask whether to
+   inline more);
 3. compile each flip: the module's decisions before the site forced as the
    policy took them, the site's own flipped, and the policy deciding every
    later site (:meth:`Environment.forced_costs`; ml-compiler-opt's BC-Max
@@ -78,6 +82,9 @@ class FlipGradientConfig:
     modules: int = 48  # modules drawn per iteration
     flips: int = 96  # call sites flipped (compiled) per iteration, the draw's nearest the boundary
     per_module: int = 8  # at most this many of them in one module
+    # half the flips at the nearest sites the policy takes action 1 at, half at those it takes action 0 at
+    # (False: the nearest whatever their action; from the heuristic's prior nearly all are action 1)
+    balanced: bool = False
     credit: float = 32.0  # objective units (bytes) at which a flip's credit tanh(delta / credit) saturates
     margin_step: float = 1.0  # a step moves the flipped sites' margins by this many logits (rms, first order)
     # a hinge: a site already decided the better way with a margin of at least this many logits adds nothing
@@ -91,17 +98,32 @@ class FlipGradientConfig:
     keep_validated: bool = False  # also save every validated policy as validated/<iteration>.npz
 
 
-def nearest_sites(margins: list[np.ndarray], flips: int, per_module: int) -> list[tuple[int, int]]:
+def nearest_sites(margins: list[np.ndarray], flips: int, per_module: int,
+                  among: list[np.ndarray] | None = None) -> list[tuple[int, int]]:
     """(module, site) pairs: the ``flips`` rows of ``margins`` (one array per module) with the smallest
-    |margin|, at most ``per_module`` per module; ties by module, then by site. Sorted."""
+    |margin|, at most ``per_module`` per module, only rows where ``among`` (a mask per module) holds if
+    given; ties by module, then by site. Sorted."""
     rows = []
     for j, m in enumerate(margins):
-        if not len(m):
+        sites = np.arange(len(m)) if among is None else np.flatnonzero(among[j])
+        if not len(sites):
             continue
-        order = np.lexsort((np.arange(len(m)), np.abs(m)))[:per_module]
+        order = sites[np.lexsort((sites, np.abs(m[sites])))[:per_module]]
         rows.extend((float(abs(m[k])), j, int(k)) for k in order)
     rows.sort()
     return sorted((j, k) for _, j, k in rows[:flips])
+
+
+def balanced_sites(margins: list[np.ndarray], decisions: list[str], flips: int,
+                   per_module: int) -> list[tuple[int, int]]:
+    """:func:`nearest_sites` taken half among the sites decided 1 and half among those decided 0 (the
+    first half rounded up); where one side has too few, the other's nearest fill the rest. Sorted."""
+    taken = [np.array([c == "1" for c in d], bool) for d in decisions]
+    yes = nearest_sites(margins, (flips + 1) // 2, per_module, taken)
+    no = nearest_sites(margins, flips - len(yes), per_module, [~t for t in taken])
+    if len(yes) + len(no) < flips:
+        yes = nearest_sites(margins, flips - len(no), per_module, taken)
+    return sorted(yes + no)
 
 
 def flipped_prefix(decisions: str, k: int) -> str:
@@ -205,7 +227,8 @@ class FlipGradientTrainer(ValidatedRun):
         for (e, o), x in zip(kept, inputs):
             if len(x) != len(o.decisions):
                 raise MloptError(f"{e.name}: the log has {len(x)} rows for {len(o.decisions)} decisions")
-        chosen = nearest_sites(margins, cfg.flips, cfg.per_module)
+        chosen = (balanced_sites(margins, [o.decisions for _, o in kept], cfg.flips, cfg.per_module)
+                  if cfg.balanced else nearest_sites(margins, cfg.flips, cfg.per_module))
         flipped = self.env.forced_costs(center, [(kept[j][0], flipped_prefix(kept[j][1].decisions, k))
                                                  for j, k in chosen], work)
         delta = np.array([flip_effects(kept[j][1].decisions, [k], kept[j][1].cost, [c])[0]
