@@ -262,7 +262,9 @@ class FlipGradientTrainer(ValidatedRun):
         train = total_delta_percent([o.cost for _, o in kept], [self.baseline[e.name] for e, _ in kept])
         metrics = {"iteration": self.iteration, "train_delta_percent": train,
                    "reward": None if train is None else -train / 100.0,
-                   "modules": len(kept), "failed_modules": len(drawn) - len(kept), "flips": len(chosen),
+                   "modules": len(kept), "failed_modules": sum(o is None for o in own),
+                   "modules_without_decisions": sum(o is not None and not len(o.decisions) for o in own),
+                   "flips": len(chosen),
                    "failed_flips": int((~ok).sum()), "flips_helping": int((credit > 0).sum()),
                    "flips_hurting": int((credit < 0).sum()), "flips_neutral": int((credit == 0).sum()),
                    "flips_pushing": int((pushing != 0).sum()),
