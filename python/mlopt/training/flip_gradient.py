@@ -131,13 +131,12 @@ def flipped_prefix(decisions: str, k: int) -> str:
     return decisions[:k] + ("0" if decisions[k] == "1" else "1")
 
 
-def flip_effects(decisions: str, sites: list[int], center: float, flipped: list[float | None]) -> np.ndarray:
-    """Per site: objective with action 1 there minus with action 0 (NaN where the flip failed)."""
-    out = np.full(len(sites), np.nan)
-    for i, (k, c) in enumerate(zip(sites, flipped)):
-        if c is not None:
-            out[i] = (center - c) if decisions[k] == "1" else (c - center)
-    return out
+def flip_effect(decision: str, center: float, flipped: float | None) -> float:
+    """Objective with action 1 at the site minus with action 0, from the compile that took ``decision``
+    there (``center``) and the one that flipped it (``flipped``; None: it failed, NaN)."""
+    if flipped is None:
+        return float("nan")
+    return (center - flipped) if decision == "1" else (flipped - center)
 
 
 class FlipGradientTrainer(ValidatedRun):
@@ -231,7 +230,7 @@ class FlipGradientTrainer(ValidatedRun):
                   if cfg.balanced else nearest_sites(margins, cfg.flips, cfg.per_module))
         flipped = self.env.forced_costs(center, [(kept[j][0], flipped_prefix(kept[j][1].decisions, k))
                                                  for j, k in chosen], work)
-        delta = np.array([flip_effects(kept[j][1].decisions, [k], kept[j][1].cost, [c])[0]
+        delta = np.array([flip_effect(kept[j][1].decisions[k], kept[j][1].cost, c)
                           for (j, k), c in zip(chosen, flipped)], np.float64)
         ok = ~np.isnan(delta)
         credit = np.tanh(delta[ok] / cfg.credit)
