@@ -56,11 +56,11 @@ def _run_es_pairs(tmp_path, sign: float, iterations: int):
     return start, trainer
 
 
-def _run_flip_gradient(tmp_path, sign: float, iterations: int):
+def _run_flip_gradient(tmp_path, sign: float, iterations: int, average: float = 0.0):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, epochs=3)
     cfg = FlipGradientConfig(iterations=iterations, modules=16, flips=64, per_module=8, credit=20.0,
-                             probe_rows=1000, seed=0)
+                             probe_rows=1000, seed=0, average=average)
     trainer = FlipGradientTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env,
                                   sites={m.name: m.batch() for m in TRAIN})
     trainer.run()
@@ -89,10 +89,11 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                             (partial(_run_es, objective="module-rank", line_search=(0, 0.5, 1, 2)),
                                              30),
                                             (partial(_run_es, objective="module-rank", hold=0.3), 30),
-                                            (_run_flip_gradient, 30), (_run_ppo, 80)],
+                                            (_run_flip_gradient, 30), (partial(_run_flip_gradient, average=0.7), 30),
+                                            (_run_ppo, 80)],
                          ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
                               "es-guided", "es-projected", "es-line-search", "es-hold-flip-share", "flip-gradient",
-                              "ppo"])
+                              "flip-gradient-averaged", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -324,7 +325,8 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
         assert m["rows"] > 0 and m["modules"] == 3
 
 
-@pytest.mark.parametrize("kind", ["es", "es-averaged", "es-scheduled", "es-guided", "ppo", "flip-gradient"])
+@pytest.mark.parametrize("kind", ["es", "es-averaged", "es-scheduled", "es-guided", "ppo", "flip-gradient",
+                                  "flip-gradient-averaged"])
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
     def run(path, iterations, resume):
         path.mkdir(exist_ok=True)
@@ -335,8 +337,9 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
             cfg = ESConfig(iterations=iterations, seed=4, average=0.5 if kind == "es-averaged" else 0.0,
                            guide=2 if kind == "es-guided" else 0, **schedule)
             t = ESTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env)
-        elif kind == "flip-gradient":
-            cfg = FlipGradientConfig(iterations=iterations, modules=8, flips=16, probe_rows=500, seed=4)
+        elif kind.startswith("flip-gradient"):
+            cfg = FlipGradientConfig(iterations=iterations, modules=8, flips=16, probe_rows=500, seed=4,
+                                     average=0.5 if kind == "flip-gradient-averaged" else 0.0)
             t = FlipGradientTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env,
                                     sites={m.name: m.batch() for m in TRAIN})
         else:
@@ -356,16 +359,26 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
     assert best[0] == best[1]
 
 
-def test_averaging_changes_what_a_run_produces_and_not_its_steps(tmp_path):
+@pytest.mark.parametrize("kind", ["es", "flip-gradient"])
+def test_averaging_changes_what_a_run_produces_and_not_its_steps(tmp_path, kind):
     """average=d: the same steps as without it; what is validated, kept as best and returned is the
     moving average of the iterates, d per iteration, from the starting policy."""
     start = synthetic.warm_start(TRAIN, epochs=3)
+
+    def trainer(path, average):
+        if kind == "es":
+            cfg = ESConfig(iterations=0, modules_per_perturbation=8, sigma=0.1, lr=0.1, seed=2, average=average,
+                           keep_validated=True)
+            return ESTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION,
+                             env=synthetic.SyntheticEnvironment())
+        cfg = FlipGradientConfig(iterations=0, modules=8, flips=16, probe_rows=500, seed=2, average=average,
+                                 keep_validated=True)
+        return FlipGradientTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION,
+                                   env=synthetic.SyntheticEnvironment(), sites={m.name: m.batch() for m in TRAIN})
+
     runs = {}
     for d in (0.0, 0.7):
-        cfg = ESConfig(iterations=0, modules_per_perturbation=8, sigma=0.1, lr=0.1, seed=2, average=d,
-                       keep_validated=True)
-        t = ESTrainer(start, TRAIN, _baseline(), tmp_path / str(d), cfg, validation=VALIDATION,
-                      env=synthetic.SyntheticEnvironment())
+        t = trainer(tmp_path / str(d), d)
         iterates, validated = [flatten(start).astype(np.float64)], []
         for _ in range(4):
             t.config.iterations += 1
@@ -385,9 +398,8 @@ def test_averaging_changes_what_a_run_produces_and_not_its_steps(tmp_path):
     assert flatten(last).tobytes() == produced.tobytes()  # the average is what validation measured
     assert runs[0.7][2][-1] == pytest.approx(synthetic.policy_delta_percent(averaged.current_policy(), VALIDATION))
     assert runs[0.7][2] != runs[0.0][2]
-    with pytest.raises(MloptError, match="average must be in"):
-        ESTrainer(start, TRAIN, _baseline(), tmp_path / "x", ESConfig(average=1.0),
-                  env=synthetic.SyntheticEnvironment())
+    with pytest.raises(MloptError, match="average must be in|average in"):
+        trainer(tmp_path / "x", 1.0)
 
 
 def test_the_lr_schedule_steps_geometrically_then_holds_and_a_flat_one_is_the_constant(tmp_path):

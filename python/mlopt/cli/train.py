@@ -219,7 +219,7 @@ def cmd_train_flip_gradient(args) -> int:
     cfg = FlipGradientConfig(iterations=args.iterations, modules=args.modules, flips=args.flips,
                              per_module=args.per_module, credit=args.credit, margin_step=args.margin_step,
                              balanced=args.balanced,
-                             hinge=args.hinge,
+                             hinge=args.hinge, average=args.average,
                              max_step=args.max_step, buckets=args.buckets, seed=args.seed,
                              validate_every=args.validate_every)
 
@@ -508,6 +508,9 @@ def register(sub) -> None:
                          "(80 at margin 20) otherwise makes every step mostly a change of the vote's strength")
     fg.add_argument("--max-step", type=positive_float, default=4.0, metavar="T",
                     help="cap on a step's norm, in the space normalized by each layer's weight scale (4)")
+    fg.add_argument("--average", type=fraction, default=0.0, metavar="D",
+                    help="the run produces the moving average of its iterates, decay D per iteration (e.g. 0.9; "
+                         "0: the last iterate); the steps are the same")
     _rollout_trainer_options(fg)
     fg.set_defaults(func=cmd_train_flip_gradient)
 

@@ -48,7 +48,11 @@ site, and steps the network along the measurements:
    the boundary any step changes them; the share is logged, ``step_share``.)
 6. validation every ``validate_every`` iterations; ``best/`` keeps the best
    (the starting policy included), by the total objective every trainer
-   reports.
+   reports. With ``average`` d > 0 the policy the run produces (validated,
+   kept, returned) is the exponential moving average of its iterates, decay
+   d per iteration, as ES's ``average``: a step changes a fifth of the
+   probe's modules, and validation swings between neighbouring iterates
+   (benchmarks/README.md, stop 62); the steps themselves are unchanged.
 
 Every choice is made from exact decision-pass values (ties by position), the
 draws come from ``(seed, iteration)``, and results are reduced in a fixed
@@ -96,6 +100,8 @@ class FlipGradientConfig:
     seed: int = 0
     validate_every: int = 1
     keep_validated: bool = False  # also save every validated policy as validated/<iteration>.npz
+    # the run produces the exponential moving average of its iterates, decay d per iteration (0: the iterate)
+    average: float = 0.0
 
 
 def nearest_sites(margins: list[np.ndarray], flips: int, per_module: int,
@@ -161,11 +167,11 @@ class FlipGradientTrainer(ValidatedRun):
         c = config
         if not (c.modules >= 1 and c.flips >= 1 and c.per_module >= 1 and c.credit > 0 and c.margin_step > 0
                 and c.hinge >= 0
-                and c.max_step > 0 and c.probe_rows >= 1 and c.validate_every >= 1):
+                and c.max_step > 0 and c.probe_rows >= 1 and c.validate_every >= 1 and 0.0 <= c.average < 1.0):
             raise MloptError("flip gradient settings: modules, flips, per_module, probe_rows and validate_every "
-                             "must be >= 1, credit, margin_step and max_step > 0, hinge >= 0 (got "
-                             f"{c.modules}, {c.flips}, {c.per_module}, {c.probe_rows}, {c.validate_every}, "
-                             f"{c.credit}, {c.margin_step}, {c.max_step}, {c.hinge})")
+                             "must be >= 1, credit, margin_step and max_step > 0, hinge >= 0, average in [0, 1) "
+                             f"(got {c.modules}, {c.flips}, {c.per_module}, {c.probe_rows}, {c.validate_every}, "
+                             f"{c.credit}, {c.margin_step}, {c.max_step}, {c.hinge}, {c.average})")
         self.template = policy
         self.train = train
         self.validation = validation or []
@@ -174,6 +180,7 @@ class FlipGradientTrainer(ValidatedRun):
         self.config = config
         self.env = env or CompilerEnvironment(policy.problem, pool)
         self.theta = flatten(policy)
+        self.averaged = self.theta.astype(np.float64)  # the iterates' moving average (config.average > 0)
         self.scale = layer_scale(policy)
         self.frozen = np.zeros(self.theta.size, bool) if frozen is None else np.asarray(frozen, bool)
         if self.frozen.shape != self.theta.shape:
@@ -189,7 +196,7 @@ class FlipGradientTrainer(ValidatedRun):
 
     # -- checkpoints ----------------------------------------------------------------
     def save_checkpoint(self) -> None:
-        save_checkpoint(self.run_dir, self.config, theta=self.theta, scale=self.scale,
+        save_checkpoint(self.run_dir, self.config, theta=self.theta, averaged=self.averaged, scale=self.scale,
                         iteration=np.int64(self.iteration),
                         best=np.float64(np.nan if self.best is None else self.best))
 
@@ -197,15 +204,23 @@ class FlipGradientTrainer(ValidatedRun):
         z = load_checkpoint(self.run_dir, self.config)
         if z is None:
             return False
-        self.theta, self.scale = z["theta"], z["scale"]
+        self.theta, self.averaged, self.scale = z["theta"], z["averaged"], z["scale"]
         self.iteration = int(z["iteration"])
         best = float(z["best"])
         self.best = None if np.isnan(best) else best
         return True
 
     # -- evaluation -----------------------------------------------------------------
-    def current_policy(self) -> MLPPolicy:
+    def iterate(self) -> MLPPolicy:
+        """The current iterate: the policy the next step compiles and flips around."""
         return unflatten(self.template, self.theta)
+
+    def current_policy(self) -> MLPPolicy:
+        """The policy the run produces now (what validation measures): the iterate, or with
+        ``config.average`` the iterates' moving average."""
+        if not self.config.average:
+            return self.iterate()
+        return unflatten(self.template, self.averaged.astype(np.float32))
 
     def step(self) -> dict:
         """One iteration; returns its metrics."""
@@ -215,7 +230,7 @@ class FlipGradientTrainer(ValidatedRun):
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         start = time.perf_counter()
-        center = self.current_policy()
+        center = self.iterate()
         drawn = [self.train[j] for j in self.sampler.sample(i, cfg.modules)]
         own = self.env.own_compiles(center, drawn, work)
         kept = [(e, o) for e, o in zip(drawn, own) if o is not None and len(o.decisions)]
@@ -254,7 +269,9 @@ class FlipGradientTrainer(ValidatedRun):
                 length = min(cfg.max_step, cfg.margin_step / rms) if rms > 0 else 0.0
                 direction = u.astype(np.float32)
         self.theta = (self.theta + self.scale * (np.float32(length) * direction)).astype(np.float32)
-        share = changed_share(self.probe, center, [self.current_policy()]) if length > 0 else 0.0
+        if cfg.average:
+            self.averaged = cfg.average * self.averaged + (1.0 - cfg.average) * self.theta.astype(np.float64)
+        share = changed_share(self.probe, center, [self.iterate()]) if length > 0 else 0.0
         seconds = time.perf_counter() - start
         self.iteration += 1
         val = self.validate_current(work) if self.iteration % cfg.validate_every == 0 else None
