@@ -52,7 +52,8 @@ site, and steps the network along the measurements:
    kept, returned) is the exponential moving average of its iterates, decay
    d per iteration, as ES's ``average``: a step changes a fifth of the
    probe's modules, and validation swings between neighbouring iterates
-   (benchmarks/README.md, stop 62); the steps themselves are unchanged.
+   (benchmarks/README.md, stop 62; measured in stop 63: validation
+   smooths, test stays); the steps themselves are unchanged.
 
 Every choice is made from exact decision-pass values (ties by position), the
 draws come from ``(seed, iteration)``, and results are reduced in a fixed
@@ -204,7 +205,8 @@ class FlipGradientTrainer(ValidatedRun):
         z = load_checkpoint(self.run_dir, self.config)
         if z is None:
             return False
-        self.theta, self.averaged, self.scale = z["theta"], z["averaged"], z["scale"]
+        self.theta, self.scale = z["theta"], z["scale"]
+        self.averaged = z["averaged"] if "averaged" in z else self.theta.astype(np.float64)
         self.iteration = int(z["iteration"])
         best = float(z["best"])
         self.best = None if np.isnan(best) else best
