@@ -199,6 +199,8 @@ def main() -> None:
     ap.add_argument("--fg-max-step", type=float, default=FlipGradientConfig.max_step, metavar="T")
     ap.add_argument("--fg-average", type=float, default=FlipGradientConfig.average, metavar="D",
                     help="flip gradient: produce the moving average of its iterates (decay D per iteration)")
+    ap.add_argument("--fg-rollback", type=float, default=FlipGradientConfig.rollback, metavar="P",
+                    help="flip gradient: undo a step that leaves the next draw more than P%% larger than -Oz")
     ap.add_argument("--validate-every", type=int, default=1, help="validate every K-th iteration")
     ap.add_argument("--test-curve", type=int, default=0, metavar="N",
                     help="after training, also evaluate N of the validated policies on the test split "
@@ -283,7 +285,8 @@ def main() -> None:
                                          per_module=args.fg_per_module, credit=args.fg_credit,
                                          balanced=args.fg_balanced,
                                          margin_step=args.fg_margin_step, hinge=args.fg_hinge,
-                                         max_step=args.fg_max_step, average=args.fg_average, seed=args.seed,
+                                         max_step=args.fg_max_step, average=args.fg_average,
+                                         rollback=args.fg_rollback, seed=args.seed,
                                          validate_every=args.validate_every, keep_validated=True)
                 frozen = carried_vote_mask(init) if args.fg_freeze_vote else None
                 trainer = FlipGradientTrainer(init, side["train"], baseline, run_dir, cfg, sites=train_trace.batches(),

@@ -56,11 +56,11 @@ def _run_es_pairs(tmp_path, sign: float, iterations: int):
     return start, trainer
 
 
-def _run_flip_gradient(tmp_path, sign: float, iterations: int, average: float = 0.0):
+def _run_flip_gradient(tmp_path, sign: float, iterations: int, average: float = 0.0, rollback: float = 0.0):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, epochs=3)
     cfg = FlipGradientConfig(iterations=iterations, modules=16, flips=64, per_module=8, credit=20.0,
-                             probe_rows=1000, seed=0, average=average)
+                             probe_rows=1000, seed=0, average=average, rollback=rollback)
     trainer = FlipGradientTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env,
                                   sites={m.name: m.batch() for m in TRAIN})
     trainer.run()
@@ -90,10 +90,12 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                              30),
                                             (partial(_run_es, objective="module-rank", hold=0.3), 30),
                                             (_run_flip_gradient, 30), (partial(_run_flip_gradient, average=0.7), 30),
+                                            # a draw more than 1% above the heuristic undoes the step before it
+                                            (partial(_run_flip_gradient, rollback=1.0), 30),
                                             (_run_ppo, 80)],
                          ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
                               "es-guided", "es-projected", "es-line-search", "es-hold-flip-share", "flip-gradient",
-                              "flip-gradient-averaged", "ppo"])
+                              "flip-gradient-averaged", "flip-gradient-rollback", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -326,7 +328,7 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
 
 
 @pytest.mark.parametrize("kind", ["es", "es-averaged", "es-scheduled", "es-guided", "ppo", "flip-gradient",
-                                  "flip-gradient-averaged"])
+                                  "flip-gradient-averaged", "flip-gradient-rollback"])
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
     def run(path, iterations, resume):
         path.mkdir(exist_ok=True)
@@ -339,7 +341,10 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
             t = ESTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env)
         elif kind.startswith("flip-gradient"):
             cfg = FlipGradientConfig(iterations=iterations, modules=8, flips=16, probe_rows=500, seed=4,
-                                     average=0.5 if kind == "flip-gradient-averaged" else 0.0)
+                                     average=0.5 if kind == "flip-gradient-averaged" else 0.0,
+                                     rollback=3.0 if kind == "flip-gradient-rollback" else 0.0)
+            if kind == "flip-gradient-rollback":  # draws 3 and 4 blow up: 3 is rolled back, across the resume
+                env = _BlownEnvironment({2, 3})
             t = FlipGradientTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION, env=env,
                                     sites={m.name: m.batch() for m in TRAIN})
         else:
@@ -347,6 +352,7 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
                            validation=VALIDATION, env=env)
         if resume:
             assert t.resume()
+            env.draw = t.iteration  # _BlownEnvironment counts draws from the iteration the run resumes at
         t.run()
         return t
 
@@ -354,9 +360,64 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, kind):
     run(tmp_path / "b", 2, False)
     resumed = run(tmp_path / "b", 4, True)
     assert resumed.theta.tobytes() == straight.theta.tobytes() and resumed.best == straight.best
+    if kind == "flip-gradient-rollback":
+        lines = [json.loads(line) for side in "ab"
+                 for line in (tmp_path / side / "metrics.jsonl").read_text().splitlines()]
+        assert [m.get("rolled_back") for m in lines if m["iteration"] == 3] == [True, True]
     assert flatten(resumed.current_policy()).tobytes() == flatten(straight.current_policy()).tobytes()
     best = [(tmp_path / side / "best" / "policy.npz").read_bytes() for side in "ab"]
     assert best[0] == best[1]
+
+
+class _BlownEnvironment(synthetic.SyntheticEnvironment):
+    """The synthetic problem, but the own compiles of the iterations in ``blown`` (their draws) cost 10%
+    more: what a step that blew up looks like to the next iteration."""
+
+    def __init__(self, blown: set[int]):
+        super().__init__(1.0)
+        self.blown = blown
+        self.draw = 0
+
+    def own_compiles(self, policy, entries, work):
+        out = super().own_compiles(policy, entries, work)
+        factor = 1.1 if self.draw in self.blown else 1.0
+        self.draw += 1
+        return [type(o)(o.cost * factor, o.decisions, o.columns) for o in out]
+
+
+@pytest.mark.parametrize("average", [0.0, 0.5])
+def test_rollback_undoes_the_step_before_a_blown_draw_once(tmp_path, average):
+    """rollback=5: iteration 3's draw comes out 10% larger than the heuristic, so it restores the
+    iterate (and average) from before iteration 2's step and flips nothing; iteration 4's draw blows up
+    too, but the restored iterate is stepped from (one step is undone, not two); below the threshold (20)
+    nothing is undone: the steps are those of the same draws without rollback."""
+    start = synthetic.warm_start(TRAIN, epochs=3)
+
+    def run(path, rollback, blown):
+        cfg = FlipGradientConfig(iterations=0, modules=8, flips=16, probe_rows=500, seed=1, average=average,
+                                 rollback=rollback)
+        t = FlipGradientTrainer(start, TRAIN, _baseline(), path, cfg, validation=VALIDATION,
+                                env=_BlownEnvironment(blown), sites={m.name: m.batch() for m in TRAIN})
+        states, metrics = [], []
+        for _ in range(5):
+            t.config.iterations += 1
+            t.run(on_iteration=metrics.append)
+            states.append((t.theta.tobytes(), flatten(t.current_policy()).tobytes()))
+        return states, metrics
+
+    plain, plain_m = run(tmp_path / "plain", 0.0, set())
+    states, m = run(tmp_path / "rolled", 5.0, {2, 3})
+    assert [x["rolled_back"] for x in m] == [False, False, True, False, False]
+    assert m[2]["train_delta_percent"] > 5.0 and m[3]["train_delta_percent"] > 5.0
+    assert m[2]["flips"] == 0 and m[2]["update_norm"] == 0.0 and m[2]["evaluations"] == 8
+    assert states[:2] == plain[:2]  # the same steps until the blow-up
+    assert states[2] == states[0]  # iterate and average as before iteration 2's step
+    assert states[3] != states[2] and m[3]["update_norm"] > 0  # stepped from there though its draw blew up
+    assert m[3]["flips"] == 16
+    high, high_m = run(tmp_path / "high", 20.0, {2, 3})
+    off, _ = run(tmp_path / "off", 0.0, {2, 3})
+    assert not any(x["rolled_back"] for x in high_m) and high == off  # below the threshold: no rollback
+    assert off != states and [x["rolled_back"] for x in plain_m] == [False] * 5
 
 
 @pytest.mark.parametrize("kind", ["es", "flip-gradient"])

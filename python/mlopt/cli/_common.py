@@ -117,6 +117,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    value = _number(text, float, "a number")
+    if not value >= 0:  # also rejects nan
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
 def fraction(text: str) -> float:
     """A number strictly between 0 and 1."""
     value = _number(text, float, "a number")

@@ -13,6 +13,7 @@ from ._common import (
     float_list,
     fraction,
     int_list,
+    non_negative_float,
     positive_float,
     positive_int,
     problem_name,
@@ -219,7 +220,7 @@ def cmd_train_flip_gradient(args) -> int:
     cfg = FlipGradientConfig(iterations=args.iterations, modules=args.modules, flips=args.flips,
                              per_module=args.per_module, credit=args.credit, margin_step=args.margin_step,
                              balanced=args.balanced,
-                             hinge=args.hinge, average=args.average,
+                             hinge=args.hinge, average=args.average, rollback=args.rollback,
                              max_step=args.max_step, buckets=args.buckets, seed=args.seed,
                              validate_every=args.validate_every)
 
@@ -511,6 +512,9 @@ def register(sub) -> None:
     fg.add_argument("--average", type=fraction, default=0.0, metavar="D",
                     help="the run produces the moving average of its iterates, decay D per iteration (e.g. 0.9; "
                          "0: the last iterate); the steps are the same")
+    fg.add_argument("--rollback", type=non_negative_float, default=0.0, metavar="P",
+                    help="undo a step that leaves the next draw of modules more than P%% larger than the heuristic "
+                         "(e.g. 5; that iteration takes no step; 0: off)")
     _rollout_trainer_options(fg)
     fg.set_defaults(func=cmd_train_flip_gradient)
 

@@ -46,7 +46,16 @@ site, and steps the network along the measurements:
    iterations agree. (A trust region by the share of probe modules a step
    changes, tried first, stalls: once some call sites sit within a hair of
    the boundary any step changes them; the share is logged, ``step_share``.)
-6. validation every ``validate_every`` iterations; ``best/`` keeps the best
+6. with ``rollback`` P > 0, a step that left the next draw more than P%
+   larger than the heuristic (the draw's own compiles, the train delta
+   the iteration logs) is undone: that iteration restores the iterate
+   before it and takes no step (``rolled_back``), and the next draw steps
+   from there. At most one step is undone in a row, so a restored iterate
+   is stepped from whatever its next draw says. (On 149 training packages
+   two of 255 steps made the next draw +20% and +28%, where the draws
+   otherwise range from -12% to +2%; the runs recovered, but spent about a
+   third of their iterations doing so: benchmarks/README.md, stop 64);
+7. validation every ``validate_every`` iterations; ``best/`` keeps the best
    (the starting policy included), by the total objective every trainer
    reports. With ``average`` d > 0 the policy the run produces (validated,
    kept, returned) is the exponential moving average of its iterates, decay
@@ -103,6 +112,9 @@ class FlipGradientConfig:
     keep_validated: bool = False  # also save every validated policy as validated/<iteration>.npz
     # the run produces the exponential moving average of its iterates, decay d per iteration (0: the iterate)
     average: float = 0.0
+    # undo the last step when the next draw's own compiles are more than this many percent larger than the
+    # heuristic's (0: off)
+    rollback: float = 0.0
 
 
 def nearest_sites(margins: list[np.ndarray], flips: int, per_module: int,
@@ -168,11 +180,13 @@ class FlipGradientTrainer(ValidatedRun):
         c = config
         if not (c.modules >= 1 and c.flips >= 1 and c.per_module >= 1 and c.credit > 0 and c.margin_step > 0
                 and c.hinge >= 0
-                and c.max_step > 0 and c.probe_rows >= 1 and c.validate_every >= 1 and 0.0 <= c.average < 1.0):
+                and c.max_step > 0 and c.probe_rows >= 1 and c.validate_every >= 1 and 0.0 <= c.average < 1.0
+                and c.rollback >= 0):
             raise MloptError("flip gradient settings: modules, flips, per_module, probe_rows and validate_every "
-                             "must be >= 1, credit, margin_step and max_step > 0, hinge >= 0, average in [0, 1) "
-                             f"(got {c.modules}, {c.flips}, {c.per_module}, {c.probe_rows}, {c.validate_every}, "
-                             f"{c.credit}, {c.margin_step}, {c.max_step}, {c.hinge}, {c.average})")
+                             "must be >= 1, credit, margin_step and max_step > 0, hinge and rollback >= 0, average "
+                             f"in [0, 1) (got {c.modules}, {c.flips}, {c.per_module}, {c.probe_rows}, "
+                             f"{c.validate_every}, {c.credit}, {c.margin_step}, {c.max_step}, {c.hinge}, "
+                             f"{c.rollback}, {c.average})")
         self.template = policy
         self.train = train
         self.validation = validation or []
@@ -182,6 +196,8 @@ class FlipGradientTrainer(ValidatedRun):
         self.env = env or CompilerEnvironment(policy.problem, pool)
         self.theta = flatten(policy)
         self.averaged = self.theta.astype(np.float64)  # the iterates' moving average (config.average > 0)
+        # (theta, averaged) before the last step, while it may still be undone (config.rollback); else None
+        self.previous: tuple[np.ndarray, np.ndarray] | None = None
         self.scale = layer_scale(policy)
         self.frozen = np.zeros(self.theta.size, bool) if frozen is None else np.asarray(frozen, bool)
         if self.frozen.shape != self.theta.shape:
@@ -197,9 +213,11 @@ class FlipGradientTrainer(ValidatedRun):
 
     # -- checkpoints ----------------------------------------------------------------
     def save_checkpoint(self) -> None:
+        previous = {} if self.previous is None else {"previous_theta": self.previous[0],
+                                                      "previous_averaged": self.previous[1]}
         save_checkpoint(self.run_dir, self.config, theta=self.theta, averaged=self.averaged, scale=self.scale,
                         iteration=np.int64(self.iteration),
-                        best=np.float64(np.nan if self.best is None else self.best))
+                        best=np.float64(np.nan if self.best is None else self.best), **previous)
 
     def resume(self) -> bool:
         z = load_checkpoint(self.run_dir, self.config)
@@ -207,6 +225,7 @@ class FlipGradientTrainer(ValidatedRun):
             return False
         self.theta, self.scale = z["theta"], z["scale"]
         self.averaged = z["averaged"] if "averaged" in z else self.theta.astype(np.float64)
+        self.previous = (z["previous_theta"], z["previous_averaged"]) if "previous_theta" in z else None
         self.iteration = int(z["iteration"])
         best = float(z["best"])
         self.best = None if np.isnan(best) else best
@@ -238,6 +257,9 @@ class FlipGradientTrainer(ValidatedRun):
         kept = [(e, o) for e, o in zip(drawn, own) if o is not None and len(o.decisions)]
         if not any(o is not None for o in own):
             raise MloptError(f"iteration {i}: no drawn module compiled" + first_failure(self.env))
+        train = total_delta_percent([o.cost for _, o in kept], [self.baseline[e.name] for e, _ in kept])
+        if cfg.rollback and self.previous is not None and train is not None and train > cfg.rollback:
+            return self._rolled_back(own, kept, train, start, work)
         inputs = [center.training_inputs(o.columns)[0] for _, o in kept]
         margins = [np.diff(center.logits_of_inputs(x), axis=1)[:, 0] if len(x) else np.zeros(0) for x in inputs]
         for (e, o), x in zip(kept, inputs):
@@ -270,6 +292,7 @@ class FlipGradientTrainer(ValidatedRun):
                 rms = float(np.sqrt((moved * moved).mean()))
                 length = min(cfg.max_step, cfg.margin_step / rms) if rms > 0 else 0.0
                 direction = u.astype(np.float32)
+        self.previous = (self.theta, self.averaged.copy()) if cfg.rollback else None
         self.theta = (self.theta + self.scale * (np.float32(length) * direction)).astype(np.float32)
         if cfg.average:
             self.averaged = cfg.average * self.averaged + (1.0 - cfg.average) * self.theta.astype(np.float64)
@@ -277,8 +300,7 @@ class FlipGradientTrainer(ValidatedRun):
         seconds = time.perf_counter() - start
         self.iteration += 1
         val = self.validate_current(work) if self.iteration % cfg.validate_every == 0 else None
-        train = total_delta_percent([o.cost for _, o in kept], [self.baseline[e.name] for e, _ in kept])
-        metrics = {"iteration": self.iteration, "train_delta_percent": train,
+        metrics = {"iteration": self.iteration, "train_delta_percent": train, "rolled_back": False,
                    "reward": None if train is None else -train / 100.0,
                    "modules": len(kept), "failed_modules": sum(o is None for o in own),
                    "modules_without_decisions": sum(o is not None and not len(o.decisions) for o in own),
@@ -291,6 +313,27 @@ class FlipGradientTrainer(ValidatedRun):
                    "gradient_norm": norm, "update_norm": length, "step_share": share,
                    "evaluations": len(kept) + len(chosen), "seconds": seconds,
                    "evaluations_per_s": (len(kept) + len(chosen)) / seconds if seconds > 0 else 0.0,
+                   "validation_delta_percent": val}
+        self._validated(val)
+        self.save_checkpoint()
+        shutil.rmtree(work, ignore_errors=True)
+        return metrics
+
+    def _rolled_back(self, own, kept, train: float, start: float, work: Path) -> dict:
+        """The iteration that undoes the last step (its draw came out ``train`` percent larger than the
+        heuristic): the iterate before that step is restored, nothing is flipped; its metrics."""
+        self.theta, self.averaged = self.previous
+        self.previous = None
+        seconds = time.perf_counter() - start
+        self.iteration += 1
+        val = self.validate_current(work) if self.iteration % self.config.validate_every == 0 else None
+        metrics = {"iteration": self.iteration, "train_delta_percent": train, "rolled_back": True,
+                   "reward": -train / 100.0, "modules": len(kept), "failed_modules": sum(o is None for o in own),
+                   "modules_without_decisions": sum(o is not None and not len(o.decisions) for o in own),
+                   "flips": 0, "failed_flips": 0, "flips_helping": 0, "flips_hurting": 0, "flips_neutral": 0,
+                   "flips_pushing": 0, "flip_saving_bytes_max": 0.0, "margin_median_abs": None,
+                   "gradient_norm": 0.0, "update_norm": 0.0, "step_share": 0.0, "evaluations": len(kept),
+                   "seconds": seconds, "evaluations_per_s": len(kept) / seconds if seconds > 0 else 0.0,
                    "validation_delta_percent": val}
         self._validated(val)
         self.save_checkpoint()
