@@ -8,7 +8,7 @@
 #   runs/bc-s$s/ prior20-s$s.npz     BC seeds 0-4 on that trace and their margin-20 priors
 #   trace149-train.npz               the heuristic's trace of splits149/train (the analysis scripts' input)
 # Usage: bash benchmarks/make_splits149.sh [SEEDS]   (SEEDS: how many BC seeds, default 5)
-# On a fresh 2-core machine the corpus is most of it (about an hour); see benchmarks/README.md.
+# On a fresh 2-core machine the corpus is most of it (about 1 h 30 min of the 1 h 45 min it took from nothing in stop 65); see benchmarks/README.md.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 seeds="${1:-5}"
