@@ -54,7 +54,9 @@ site, and steps the network along the measurements:
    is stepped from whatever its next draw says. (On 149 training packages
    two of 255 steps made the next draw +20% and +28%, where the draws
    otherwise range from -12% to +2%; the runs recovered, but spent about a
-   third of their iterations doing so: benchmarks/README.md, stop 64);
+   third of their iterations doing so: benchmarks/README.md, stop 64. Measured
+   in stop 65: the steps are undone, but the restored iterate steps into
+   the next blow-up, and the run ends worse; off by default);
 7. validation every ``validate_every`` iterations; ``best/`` keeps the best
    (the starting policy included), by the total objective every trainer
    reports. With ``average`` d > 0 the policy the run produces (validated,
