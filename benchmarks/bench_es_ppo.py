@@ -152,6 +152,9 @@ def main() -> None:
                     help="ES's SGD momentum (the step is lr times the velocity v = M v + g)")
     ap.add_argument("--es-skip-largest", type=float, default=ESConfig.skip_largest, metavar="Q",
                     help="ES never draws the largest share Q of the training modules (0: all are drawn)")
+    ap.add_argument("--es-package-power", type=float, default=ESConfig.package_power, metavar="A",
+                    help="ES weighs its draw by package: a package's share grows as its module count to the power A "
+                         "(1: modules drawn alike)")
     ap.add_argument("--es-train-layers", type=int, default=ESConfig.train_layers, metavar="K",
                     help="ES perturbs and steps only the last K layers (0: all)")
     ap.add_argument("--es-guide", type=int, default=ESConfig.guide, metavar="K",
@@ -270,7 +273,8 @@ def main() -> None:
                 per_pair = {"modules_per_pair": args.es_modules_per_pair} if args.es_modules_per_pair else {}
                 cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=lr,
                                sigma=sigma, perturbations=args.es_pairs, objective=args.es_objective,
-                               average=args.es_average, skip_largest=args.es_skip_largest, momentum=args.es_momentum,
+                               average=args.es_average, skip_largest=args.es_skip_largest,
+                               package_power=args.es_package_power, momentum=args.es_momentum,
                                train_layers=args.es_train_layers, lr_end=args.es_lr_end * lr / args.es_lr,
                                lr_horizon=args.es_lr_horizon, validate_every=args.validate_every,
                                guide=args.es_guide, guide_alpha=args.es_guide_alpha, project=args.es_project,

@@ -616,6 +616,56 @@ def test_the_sampler_never_draws_the_largest_share_it_skips_and_is_unchanged_wit
                   env=synthetic.SyntheticEnvironment(1.0))
 
 
+
+def test_the_sampler_weighs_packages_by_their_module_count_to_the_power_asked(tmp_path):
+    from collections import Counter
+
+    from mlopt.rollouts.sampler import SizeStratifiedSampler
+
+    sizes = np.arange(200, dtype=np.float64)
+    # package "big" holds 180 modules, "mid" 16, "one" 4 (spread over the size buckets)
+    groups = ["mid" if i % 12 == 5 and i < 192 else "one" if i % 50 == 7 else "big" for i in range(200)]
+    n = Counter(groups)
+    assert n == {"big": 180, "mid": 16, "one": 4}
+
+    def shares(power: float) -> dict[str, float]:
+        s = SizeStratifiedSampler(sizes, buckets=4, seed=3, groups=groups, group_power=power)
+        # one module per bucket and iteration: the shares are exact in expectation (with more, a draw without
+        # replacement gives a package of few modules somewhat less)
+        drawn = Counter(groups[i] for it in range(800) for i in s.sample(it, 4))
+        total = sum(drawn.values())
+        return {g: drawn[g] / total for g in n}
+
+    uniform = shares(1.0)
+    assert abs(uniform["big"] - 0.9) < 0.02 and abs(uniform["one"] - 0.02) < 0.01
+    alike = shares(0.0)  # every package alike: a third each (within sampling noise over 3,200 draws)
+    assert all(abs(v - 1 / 3) < 0.04 for v in alike.values()), alike
+    root = shares(0.5)  # as the square root: 180 ** .5 : 16 ** .5 : 4 ** .5 = 13.4 : 4 : 2
+    expect = {g: c ** 0.5 / sum(k ** 0.5 for k in n.values()) for g, c in n.items()}
+    assert all(abs(root[g] - expect[g]) < 0.04 for g in n), (root, expect)
+    # power 1, or no groups: the draws made before packages were known, draw for draw
+    plain = SizeStratifiedSampler(sizes, buckets=4, seed=3)
+    same = SizeStratifiedSampler(sizes, buckets=4, seed=3, groups=groups, group_power=1.0)
+    assert [plain.sample(i, 8) for i in range(20)] == [same.sample(i, 8) for i in range(20)]
+    weighed = SizeStratifiedSampler(sizes, buckets=4, seed=3, groups=groups, group_power=0.5)
+    picked = weighed.sample(5, 8)
+    assert picked == weighed.sample(5, 8) and len(set(picked)) == 8  # deterministic, without replacement
+    assert weighed.sample(0, 500) == list(range(200))
+    for bad in (-0.5, 1.5):
+        with pytest.raises(ValueError, match="group_power"):
+            SizeStratifiedSampler(sizes, groups=groups, group_power=bad)
+    with pytest.raises(ValueError, match="groups names 3 modules"):
+        SizeStratifiedSampler(sizes, groups=["a", "b", "c"], group_power=0.5)
+    # ES draws by its modules' packages (the first component of a module's name)
+    start = synthetic.warm_start(TRAIN, epochs=1)
+    trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, ESConfig(package_power=0.0), validation=VALIDATION,
+                        env=synthetic.SyntheticEnvironment(1.0))
+    packages = Counter(e.name.split("/", 1)[0] for e in TRAIN)
+    assert set(trainer.sampler.weights.values()) == {1.0 / c for c in packages.values()}
+    with pytest.raises(MloptError, match="ES module sampler: group_power"):
+        ESTrainer(start, TRAIN, _baseline(), tmp_path, ESConfig(package_power=2.0), validation=VALIDATION,
+                  env=synthetic.SyntheticEnvironment(1.0))
+
 @pytest.mark.llvm
 @pytest.mark.parametrize("kind", ["ppo", "flip-gradient"])
 def test_cli_train_runs_resumes_and_refuses_a_silent_restart(real_setup, mini_corpus, tmp_path, capsys, kind):

@@ -159,6 +159,7 @@ def cmd_train_es(args) -> int:
                    seed=args.seed, optimizer=args.optimizer,
                    momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, objective=args.objective,
                    buckets=args.buckets, average=args.average, skip_largest=args.skip_largest,
+                   package_power=args.package_power,
                    train_layers=args.train_layers, lr_end=args.lr_end or 0.0, lr_horizon=args.lr_horizon or 0,
                    guide=args.guide, guide_alpha=args.guide_alpha, validate_every=args.validate_every,
                    project=args.project, line_search=args.line_search or (),
@@ -440,6 +441,10 @@ def register(sub) -> None:
                     help="never draw the largest share Q of the training modules: their compiles are most of an "
                          "iteration's time, but on the Debian corpus they also carry what transfers (docs/guide/"
                          "training.md); validation still compiles every module (default: draw all)")
+    es.add_argument("--package-power", type=fraction, default=1.0, metavar="A",
+                    help="weigh the draw by package: a package's share of the drawn modules grows as its module "
+                         "count to the power A (0.5: the square root, 0: every package alike; default 1: modules "
+                         "drawn alike, so packages of hundreds of modules make most of every draw)")
     es.add_argument("--train-layers", type=int, default=0, metavar="K",
                     help="perturb and step only the policy's last K layers, the others keep the starting "
                          "policy's weights (1: the output layer's ~130 weights instead of ~9,500; default 0: all)")

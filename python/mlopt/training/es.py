@@ -34,6 +34,11 @@ problem, with what their setup leaves to chance made explicit:
   the iteration (counted in the metrics);
 - optionally (``skip_largest=q``) the largest share q of the training
   modules is never drawn: their compiles are most of an iteration's time;
+- optionally (``package_power=a`` below 1) the draw is weighed by package:
+  a package's share of the drawn modules grows as its module count to the
+  power a instead of linearly, so the few packages of hundreds of modules
+  do not make most of every draw (validation and test judge package by
+  package);
 - optionally (``train_layers=k``) only the last k layers are perturbed and
   stepped, the others keep the starting policy's weights: the gradient is
   estimated in the output layer's ~130 dimensions instead of the whole
@@ -102,6 +107,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..corpus.split import package_of
 from ..errors import MloptError
 from ..policy import MLPPolicy
 from ..rollouts.sampler import SizeStratifiedSampler
@@ -144,6 +150,10 @@ class ESConfig:
     # leave this share of the training modules, the largest by the heuristic's objective, out of every draw
     # (rollouts/sampler.py: they cost most of an iteration's compiles); validation sees every module
     skip_largest: float = 0.0
+    # weigh the draw by package (rollouts/sampler.py): a package's share of the draws grows as its module count
+    # to this power (1: modules drawn alike, 0.5: as the square root, 0: every package alike); a module's
+    # package is its name's first component (corpus/split.py's package_of)
+    package_power: float = 1.0
     # perturb and step only the last k layers (0: all): an estimate from 2P candidates in the output layer's
     # few dimensions instead of the whole network's thousands; the earlier layers keep the starting policy's
     # weights (its learned features)
@@ -347,7 +357,9 @@ class ESTrainer(ValidatedRun):
                            if config.hold_flip_share else None)
         try:
             self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed,
-                                                 skip_largest=config.skip_largest)
+                                                 skip_largest=config.skip_largest,
+                                                 groups=[package_of(e.name) for e in train],
+                                                 group_power=config.package_power)
         except ValueError as e:
             raise MloptError(f"ES module sampler: {e}") from None
         self.adam = Adam([self.theta], lr=config.lr)
