@@ -299,43 +299,43 @@ class FlipGradientTrainer(ValidatedRun):
         if cfg.average:
             self.averaged = cfg.average * self.averaged + (1.0 - cfg.average) * self.theta.astype(np.float64)
         share = changed_share(self.probe, center, [self.iterate()]) if length > 0 else 0.0
-        seconds = time.perf_counter() - start
-        self.iteration += 1
-        val = self.validate_current(work) if self.iteration % cfg.validate_every == 0 else None
-        metrics = {"iteration": self.iteration, "train_delta_percent": train, "rolled_back": False,
-                   "reward": None if train is None else -train / 100.0,
-                   "modules": len(kept), "failed_modules": sum(o is None for o in own),
-                   "modules_without_decisions": sum(o is not None and not len(o.decisions) for o in own),
-                   "flips": len(chosen),
-                   "failed_flips": int((~ok).sum()), "flips_helping": int((credit > 0).sum()),
-                   "flips_hurting": int((credit < 0).sum()), "flips_neutral": int((credit == 0).sum()),
-                   "flips_pushing": int((pushing != 0).sum()),
-                   "flip_saving_bytes_max": float(-np.min(delta[ok])) if ok.any() else 0.0,
-                   "margin_median_abs": float(np.median([abs(margins[j][k]) for j, k in chosen])) if chosen else None,
-                   "gradient_norm": norm, "update_norm": length, "step_share": share,
-                   "evaluations": len(kept) + len(chosen), "seconds": seconds,
-                   "evaluations_per_s": (len(kept) + len(chosen)) / seconds if seconds > 0 else 0.0,
-                   "validation_delta_percent": val}
-        self._validated(val)
-        self.save_checkpoint()
-        shutil.rmtree(work, ignore_errors=True)
-        return metrics
+        return self._ended({**self._draw_metrics(own, kept, train, rolled_back=False), "flips": len(chosen),
+                            "failed_flips": int((~ok).sum()), "flips_helping": int((credit > 0).sum()),
+                            "flips_hurting": int((credit < 0).sum()), "flips_neutral": int((credit == 0).sum()),
+                            "flips_pushing": int((pushing != 0).sum()),
+                            "flip_saving_bytes_max": float(-np.min(delta[ok])) if ok.any() else 0.0,
+                            "margin_median_abs": (float(np.median([abs(margins[j][k]) for j, k in chosen]))
+                                                  if chosen else None),
+                            "gradient_norm": norm, "update_norm": length, "step_share": share},
+                           len(kept) + len(chosen), start, work)
 
     def _rolled_back(self, own, kept, train: float, start: float, work: Path) -> dict:
         """The iteration that undoes the last step (its draw came out ``train`` percent larger than the
         heuristic): the iterate before that step is restored, nothing is flipped; its metrics."""
         self.theta, self.averaged = self.previous
         self.previous = None
+        return self._ended({**self._draw_metrics(own, kept, train, rolled_back=True), "flips": 0, "failed_flips": 0,
+                            "flips_helping": 0, "flips_hurting": 0, "flips_neutral": 0, "flips_pushing": 0,
+                            "flip_saving_bytes_max": 0.0, "margin_median_abs": None, "gradient_norm": 0.0,
+                            "update_norm": 0.0, "step_share": 0.0},
+                           len(kept), start, work)
+
+    @staticmethod
+    def _draw_metrics(own, kept, train: float | None, rolled_back: bool) -> dict:
+        """The metrics of an iteration's own compiles of its draw."""
+        return {"train_delta_percent": train, "rolled_back": rolled_back,
+                "reward": None if train is None else -train / 100.0, "modules": len(kept),
+                "failed_modules": sum(o is None for o in own),
+                "modules_without_decisions": sum(o is not None and not len(o.decisions) for o in own)}
+
+    def _ended(self, metrics: dict, evaluations: int, start: float, work: Path) -> dict:
+        """Ends an iteration begun at ``start``: counts it, validates when due, keeps best/ and the
+        checkpoint; returns ``metrics`` with the iteration, its timing and validation."""
         seconds = time.perf_counter() - start
         self.iteration += 1
         val = self.validate_current(work) if self.iteration % self.config.validate_every == 0 else None
-        metrics = {"iteration": self.iteration, "train_delta_percent": train, "rolled_back": True,
-                   "reward": -train / 100.0, "modules": len(kept), "failed_modules": sum(o is None for o in own),
-                   "modules_without_decisions": sum(o is not None and not len(o.decisions) for o in own),
-                   "flips": 0, "failed_flips": 0, "flips_helping": 0, "flips_hurting": 0, "flips_neutral": 0,
-                   "flips_pushing": 0, "flip_saving_bytes_max": 0.0, "margin_median_abs": None,
-                   "gradient_norm": 0.0, "update_norm": 0.0, "step_share": 0.0, "evaluations": len(kept),
-                   "seconds": seconds, "evaluations_per_s": len(kept) / seconds if seconds > 0 else 0.0,
+        metrics = {"iteration": self.iteration, **metrics, "evaluations": evaluations, "seconds": seconds,
+                   "evaluations_per_s": evaluations / seconds if seconds > 0 else 0.0,
                    "validation_delta_percent": val}
         self._validated(val)
         self.save_checkpoint()
