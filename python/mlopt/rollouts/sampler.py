@@ -16,11 +16,12 @@ draw by package: within a bucket a module is drawn with probability
 proportional to ``n ** (a - 1)``, n being its package's number of modules
 (those not skipped), so a package's share of the draws grows as ``n ** a``
 instead of ``n`` (exactly so for one module per bucket; beyond that the
-draw is without replacement, and a package of few modules gets less): 1 draws modules uniformly (the default, the same draws as
-without groups), 0.5 as the square root of the package's size, 0 every
-package alike. A corpus split by package is judged package by package, and
-with uniform draws a few packages of hundreds of modules are most of what a
-trainer sees.
+draw is without replacement, and a package of few modules gets less): 1
+draws modules uniformly (the default, the same draws as without groups),
+0.5 as the square root of the package's size, 0 every package alike. A
+corpus split by package is judged package by package, and with uniform
+draws a few packages of hundreds of modules are most of what a trainer
+sees.
 
     sampler = SizeStratifiedSampler(sizes, buckets=4, seed=0)
     sampler.sample(iteration, k)        # sorted module indices, deterministic
