@@ -155,6 +155,8 @@ def main() -> None:
     ap.add_argument("--es-package-power", type=float, default=ESConfig.package_power, metavar="A",
                     help="ES weighs its draw by package: a package's share grows as its module count to the power A "
                          "(1: modules drawn alike)")
+    ap.add_argument("--es-top-pairs", type=int, default=ESConfig.top_pairs, metavar="B",
+                    help="ES estimates from the B pairs whose better candidate ranks highest (ARS; 0: every pair)")
     ap.add_argument("--es-train-layers", type=int, default=ESConfig.train_layers, metavar="K",
                     help="ES perturbs and steps only the last K layers (0: all)")
     ap.add_argument("--es-guide", type=int, default=ESConfig.guide, metavar="K",
@@ -274,7 +276,8 @@ def main() -> None:
                 cfg = ESConfig(iterations=0, modules_per_perturbation=args.es_modules, seed=args.seed, lr=lr,
                                sigma=sigma, perturbations=args.es_pairs, objective=args.es_objective,
                                average=args.es_average, skip_largest=args.es_skip_largest,
-                               package_power=args.es_package_power, momentum=args.es_momentum,
+                               package_power=args.es_package_power, top_pairs=args.es_top_pairs,
+                               momentum=args.es_momentum,
                                train_layers=args.es_train_layers, lr_end=args.es_lr_end * lr / args.es_lr,
                                lr_horizon=args.es_lr_horizon, validate_every=args.validate_every,
                                guide=args.es_guide, guide_alpha=args.es_guide_alpha, project=args.es_project,

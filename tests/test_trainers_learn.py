@@ -17,7 +17,7 @@ import pytest
 
 from mlopt.errors import MloptError
 from mlopt.policy import MLPPolicy
-from mlopt.training.es import ESConfig, ESTrainer, default_pairs, flatten, shape_values
+from mlopt.training.es import ESConfig, ESTrainer, default_pairs, flatten, shape_values, top_directions
 from mlopt.training.flip_gradient import FlipGradientConfig, FlipGradientTrainer, balanced_sites, nearest_sites
 from mlopt.training.ppo import PPOConfig, PPOTrainer
 from tests.support import synthetic
@@ -34,12 +34,13 @@ def _baseline():
 
 def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total", average: float = 0.0,
             train_layers: int = 0, lr: float = 0.1, lr_end: float = 0.0, lr_horizon: int = 0, guide: int = 0,
-            project: bool = False, hidden=(16,), line_search=(), hold: float = 0.0):
+            project: bool = False, hidden=(16,), line_search=(), hold: float = 0.0, top_pairs: int = 0):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, hidden=hidden, epochs=3)
     cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=lr, seed=0, objective=objective,
                    average=average, train_layers=train_layers, lr_end=lr_end, lr_horizon=lr_horizon, guide=guide,
-                   project=project, line_search=line_search, hold_flip_share=hold, hold_rows=1000)
+                   project=project, line_search=line_search, hold_flip_share=hold, hold_rows=1000,
+                   top_pairs=top_pairs)
     trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env,
                         sites={m.name: m.batch() for m in TRAIN} if project or hold else None)
     trainer.run()
@@ -89,13 +90,14 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                             (partial(_run_es, objective="module-rank", line_search=(0, 0.5, 1, 2)),
                                              30),
                                             (partial(_run_es, objective="module-rank", hold=0.3), 30),
+                                            (partial(_run_es, objective="module-rank", top_pairs=4), 30),
                                             (_run_flip_gradient, 30), (partial(_run_flip_gradient, average=0.7), 30),
                                             # a draw more than 1% above the heuristic undoes the step before it
                                             (partial(_run_flip_gradient, rollback=1.0), 30),
                                             (_run_ppo, 80)],
                          ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
-                              "es-guided", "es-projected", "es-line-search", "es-hold-flip-share", "flip-gradient",
-                              "flip-gradient-averaged", "flip-gradient-rollback", "ppo"])
+                              "es-guided", "es-projected", "es-line-search", "es-hold-flip-share", "es-top-pairs",
+                              "flip-gradient", "flip-gradient-averaged", "flip-gradient-rollback", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -747,3 +749,33 @@ def test_flip_sites_are_the_nearest_the_boundary_per_module_cap_and_balance():
     assert nearest_sites(margins, 3, 1) == [(0, 3), (1, 0)]  # one a module: module 0's nearest, module 1's
     assert balanced_sites(margins, ["1010", "01"], 4, 8) == [(0, 0), (0, 2), (0, 3), (1, 0)]
     assert balanced_sites(margins, ["1111", "11"], 3, 8) == [(0, 0), (0, 3), (1, 0)]  # no site decided 0
+
+
+def test_top_directions_keep_the_pairs_whose_better_candidate_ranks_highest():
+    shaped = np.array([[0.1, -0.1], [-0.5, 0.4], [0.0, 0.0], [0.3, 0.2], [0.4, -0.3]])
+    assert top_directions(shaped, 2).tolist() == [1, 4]  # max 0.4 twice: both, by value not sign
+    assert top_directions(shaped, 3).tolist() == [1, 3, 4]
+    assert top_directions(shaped, 0).tolist() == [0, 1, 2, 3, 4]
+    assert top_directions(shaped, 9).tolist() == [0, 1, 2, 3, 4]
+    assert top_directions(np.array([[0.2, 0.0], [0.0, 0.2], [0.2, 0.1]]), 2).tolist() == [0, 1]  # ties: lower index
+
+
+def test_top_pairs_change_the_step_and_all_pairs_are_plain_es(tmp_path):
+    def run(sub, top):
+        env = synthetic.SyntheticEnvironment(1.0)
+        start = synthetic.warm_start(TRAIN, epochs=3)
+        cfg = ESConfig(iterations=3, modules_per_perturbation=16, sigma=0.1, lr=0.1, seed=0, perturbations=8,
+                       objective="module-rank", top_pairs=top)
+        trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path / sub, cfg, validation=VALIDATION, env=env)
+        metrics = []
+        trainer.run(metrics.append)
+        return trainer.theta, metrics
+    plain, _ = run("plain", 0)
+    every, _ = run("every", 8)  # as many as there are pairs: the plain estimate, bit for bit
+    assert np.array_equal(plain, every)
+    top, metrics = run("top", 3)
+    assert not np.array_equal(plain, top)
+    assert [m["pairs_estimated"] for m in metrics] == [3, 3, 3]
+    with pytest.raises(MloptError, match="top_pairs"):
+        ESTrainer(synthetic.warm_start(TRAIN, epochs=1), TRAIN, _baseline(), tmp_path / "bad",
+                  ESConfig(top_pairs=-1), env=synthetic.SyntheticEnvironment(1.0))

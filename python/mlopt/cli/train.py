@@ -159,7 +159,7 @@ def cmd_train_es(args) -> int:
                    seed=args.seed, optimizer=args.optimizer,
                    momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, objective=args.objective,
                    buckets=args.buckets, average=args.average, skip_largest=args.skip_largest,
-                   package_power=args.package_power,
+                   package_power=args.package_power, top_pairs=args.top_pairs,
                    train_layers=args.train_layers, lr_end=args.lr_end or 0.0, lr_horizon=args.lr_horizon or 0,
                    guide=args.guide, guide_alpha=args.guide_alpha, validate_every=args.validate_every,
                    project=args.project, line_search=args.line_search or (),
@@ -445,6 +445,9 @@ def register(sub) -> None:
                     help="weigh the draw by package: a package's share of the drawn modules grows as its module "
                          "count to the power A (0.5: the square root, 0: every package alike; default 1: modules "
                          "drawn alike, so packages of hundreds of modules make most of every draw)")
+    es.add_argument("--top-pairs", type=int, default=0, metavar="B",
+                    help="estimate the step from the B pairs whose better candidate ranks highest (ARS's top "
+                         "directions; default 0: every pair)")
     es.add_argument("--train-layers", type=int, default=0, metavar="K",
                     help="perturb and step only the policy's last K layers, the others keep the starting "
                          "policy's weights (1: the output layer's ~130 weights instead of ~9,500; default 0: all)")

@@ -89,7 +89,13 @@ problem, with what their setup leaves to chance made explicit:
   iterations and stays there: long steps while the warm start's margins
   keep most decisions fixed, short ones once the iterate has moved and a
   step changes many. The schedule counts iterations, not seconds, so a
-  run's bytes never depend on the machine's speed.
+  run's bytes never depend on the machine's speed;
+- optionally (``top_pairs=b``) ARS's top directions: only the b pairs
+  whose better candidate ranks highest enter the estimate (Mania et al.,
+  2018). With a few call sites flipped per candidate, most pairs of an
+  iteration measure nothing (both candidates tie with the draw's
+  others); their directions add noise to the step in thousands of
+  dimensions and no signal.
 
 Every iteration draws its randomness from ``(seed, iteration)`` and reduces
 results in a fixed order, so the same seed gives the same policy bytes on
@@ -182,6 +188,10 @@ class ESConfig:
     hold_flip_share: float = 0.0
     hold_rows: int = 65536
     hold_samples: int = 8
+    # ARS's top directions (Mania et al., "Simple random search provides a competitive approach to
+    # reinforcement learning", 2018): the estimate from the top_pairs pairs whose better candidate has the
+    # highest shaped value, max(s+, s-) (ties: the lower pair index), averaged over them (0: every pair)
+    top_pairs: int = 0
 
 
 LINE_SEARCH_STREAM = 1 << 20  # the sampler stream of line-search draws (per-pair draws use 1..pairs)
@@ -272,6 +282,16 @@ def guided_perturbations(z: np.ndarray, w: np.ndarray, basis: np.ndarray, alpha:
     return (math.sqrt(alpha) * z + math.sqrt((1.0 - alpha) * n / k) * inside).astype(np.float32)
 
 
+def top_directions(shaped: np.ndarray, top: int) -> np.ndarray:
+    """Indices (ascending) of the ``top`` rows of ``shaped`` (pairs x 2: the + and - candidates' shaped
+    values) with the highest ``max(s+, s-)``, ties to the lower index; ``top`` 0 or at least the rows: all."""
+    k = len(shaped)
+    if not top or top >= k:
+        return np.arange(k)
+    best = np.asarray(shaped, np.float64).max(axis=1)
+    return np.sort(np.argsort(-best, kind="stable")[:top])
+
+
 def module_ranks(costs: np.ndarray) -> np.ndarray:
     """Per candidate (row), its mean over modules (columns) of the centered rank of its cost on the
     module among all candidates' (smaller cost = higher rank, ties averaged): every module has the same
@@ -336,6 +356,9 @@ class ESTrainer(ValidatedRun):
         if config.hold_flip_share and sites is None:
             raise MloptError("holding the flip share needs the training modules' call-site features "
                              "(a trace of the training split: ESTrainer(sites=...))")
+        if config.top_pairs < 0 or (config.top_pairs and config.project):
+            raise MloptError(f"top_pairs must be >= 0 (0: every pair) and is not for the projected estimate "
+                             f"(got {config.top_pairs!r}, project {config.project!r})")
         if (config.lr_end or config.lr_horizon) and not (config.lr_end > 0 and config.lr_horizon >= 1):
             raise MloptError("a step-size schedule needs both lr_end > 0 and lr_horizon >= 1 iterations "
                              f"(got lr_end {config.lr_end!r}, lr_horizon {config.lr_horizon!r})")
@@ -441,11 +464,13 @@ class ESTrainer(ValidatedRun):
             signal = signal - signal.mean(axis=1, keepdims=True)
         shaped = shape_values(signal.reshape(-1), cfg.shaping).reshape(k, 2)
         projection_metrics = {}
+        top = top_directions(shaped, cfg.top_pairs)  # every pair unless config.top_pairs
         if cfg.project:
             grad, projection_metrics = self._projected(candidates, draws[0], flat.reshape(2 * self.pairs, -1),
                                                        shaped[:, 0] - shaped[:, 1], eps)
         else:
-            grad = ((shaped[:, 0] - shaped[:, 1])[:, None] * eps[kept]).sum(axis=0) / (2 * k * self.sigma)
+            grad = (((shaped[:, 0] - shaped[:, 1])[top])[:, None] * eps[kept][top]).sum(axis=0) / (
+                2 * len(top) * self.sigma)
         guide_metrics = {}
         if cfg.guide:
             g = grad[self.trained].astype(np.float64)
@@ -481,7 +506,8 @@ class ESTrainer(ValidatedRun):
                    "candidate_delta_std": float(values.std()),
                    "pair_difference_mean_abs": float(np.abs(values[:, 0] - values[:, 1]).mean()),
                    "lr": lr, "update_norm": norm, "step_ratio": ratio, "step_capped": ratio > cfg.max_step,
-                   "pairs": self.pairs, "pairs_dropped": self.pairs - k, "modules": compiled,
+                   "pairs": self.pairs, "pairs_dropped": self.pairs - k, "pairs_estimated": len(top),
+                   "modules": compiled,
                    "failed_modules": drawn - compiled,
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
                    "cache_hit_share": hits / len(items),
