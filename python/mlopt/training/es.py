@@ -92,10 +92,10 @@ problem, with what their setup leaves to chance made explicit:
   run's bytes never depend on the machine's speed;
 - optionally (``top_pairs=b``) ARS's top directions: only the b pairs
   whose better candidate ranks highest enter the estimate (Mania et al.,
-  2018). With a few call sites flipped per candidate, most pairs of an
-  iteration measure nothing (both candidates tie with the draw's
-  others); their directions add noise to the step in thousands of
-  dimensions and no signal.
+  2018), in case the pairs that rank low add more noise than signal. On
+  the Debian corpus they do carry signal: top 8 of 16 at plain ES's step
+  length trails plain ES at every iteration (benchmarks/README.md, stop
+  67). Off by default.
 
 Every iteration draws its randomness from ``(seed, iteration)`` and reduces
 results in a fixed order, so the same seed gives the same policy bytes on
