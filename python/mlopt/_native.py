@@ -39,10 +39,50 @@ def rebuild_hint(major: int | None = None) -> str:
 
 def core():
     try:
-        return importlib.import_module("mlopt._core")
+        module = importlib.import_module("mlopt._core")
     except ImportError as e:
         raise NativeModuleError(f"mlopt's C++ core (mlopt._core) is not built: {e}; "
                                 "reinstall mlopt (pip install .)") from e
+    _export_litert_library()
+    return module
+
+
+LITERT_LIBRARY_ENV = "MLOPT_LITERT_LIBRARY"
+
+
+def litert_library() -> str | None:
+    """LiteRT's runtime as mlopt's loaders find it: ``$MLOPT_LITERT_LIBRARY``,
+    else ``libLiteRt.so`` of the ai-edge-litert wheel Python imports (wherever
+    pip put it), else None (the C++ loaders then look beside mlopt's modules)."""
+    given = os.environ.get(LITERT_LIBRARY_ENV)
+    if given:
+        return given
+    return _wheel_litert_library()
+
+
+@functools.cache
+def _wheel_litert_library() -> str | None:
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("ai_edge_litert")
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(location) / "libLiteRt.so"
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def _export_litert_library() -> None:
+    """The C++ loaders (this process's modules, its workers and the compilers it starts with the plugin)
+    look for LiteRT at ``$MLOPT_LITERT_LIBRARY``, then beside mlopt's modules: a source checkout on
+    PYTHONPATH has no wheel there. So, unless the user set it, the variable names the wheel Python imports."""
+    if LITERT_LIBRARY_ENV not in os.environ:
+        found = _wheel_litert_library()
+        if found:
+            os.environ[LITERT_LIBRARY_ENV] = found
 
 
 def native_dir() -> Path:

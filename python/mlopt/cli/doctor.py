@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import importlib.util
 import json
 import os
 import shutil
@@ -41,13 +40,9 @@ def _litert() -> dict:
         version = importlib.metadata.version("ai-edge-litert")
     except importlib.metadata.PackageNotFoundError:
         version = None
-    library = os.environ.get("MLOPT_LITERT_LIBRARY") or None
-    if library is None and version is not None:
-        spec = importlib.util.find_spec("ai_edge_litert")
-        if spec is not None and spec.submodule_search_locations:
-            candidate = Path(list(spec.submodule_search_locations)[0]) / "libLiteRt.so"
-            library = str(candidate) if candidate.is_file() else None
-    return {"ai_edge_litert": version, "library": library}
+    from .. import _native
+
+    return {"ai_edge_litert": version, "library": _native.litert_library()}
 
 
 def collect() -> dict:
