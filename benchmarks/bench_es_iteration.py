@@ -10,13 +10,17 @@ fresh worker pool, so with cold worker caches alike). ``--without``:
   (:meth:`mlopt.policy.LoadedPolicy.decide`);
 - ``inliner-prefix`` (stop 44): every compile runs the optimizer's passes
   before the inliner again instead of starting from the module they left
-  at the module's first compile in the worker ($MLOPT_INLINER_PREFIX_BYTES=0).
+  at the module's first compile in the worker ($MLOPT_INLINER_PREFIX_BYTES=0);
+- ``trace-start`` (stop 68): a module's trajectory replay starts empty in
+  each worker instead of from the heuristic's compile that ``mlopt trace``
+  cached (``RolloutTask.start_from_trace=False``), so the first candidate
+  to reach a module compiles it even when it decides as the heuristic.
 
     python3 benchmarks/bench_es_iteration.py splits149/train prior20-s0.npz --iterations 6 [--without inliner-prefix] \
-        [--validation splits149/validation --validate-every 2]
+        [--validation splits149/validation --validate-every 2] [--sigma 0.0751 --lr 0.030]
 
 Both sides must train alike: the script fails if any iteration's training
-delta or cache-independent result differs. Prints seconds per iteration and
+delta, update or validation differs. Prints seconds per iteration and
 the ratio; writes ``--json`` if given."""
 
 from __future__ import annotations
@@ -59,9 +63,10 @@ def run(corpus: Path, prior: Path, args, *, current: bool) -> list[dict]:
                 baseline.update({m: float(v) for m, v in zip(vs.modules, vs.text_size)})
                 validation = [e for e in corpus_entries(args.validation) if e.name in baseline]
             cfg = ESConfig(iterations=args.iterations, modules_per_perturbation=args.modules, seed=args.seed,
-                           lr=args.lr, objective=args.objective,
+                           lr=args.lr, sigma=args.sigma, objective=args.objective,
                            validate_every=args.validate_every if validation else 10**9)
-            env = CompilerEnvironment(init.problem, pool, twins=twins)
+            env = CompilerEnvironment(init.problem, pool, twins=twins,
+                                      start_from_trace=current or args.without != "trace-start")
             trainer = ESTrainer(init, train, baseline, Path(tmp) / "run", cfg, env=env, validation=validation)
             out = []
             while trainer.iteration < cfg.iterations:
@@ -89,26 +94,30 @@ def main() -> None:
     ap.add_argument("--modules", type=int, default=48)
     ap.add_argument("--objective", default="module-rank")
     ap.add_argument("--lr", type=float, default=0.02)
+    ap.add_argument("--sigma", type=float, default=ESConfig.sigma, help="ES's sigma (a run's calibrated one: "
+                    "its config.json; default: %(default)s)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--validation", type=Path, help="validate on these modules (e.g. splits149/validation), "
                     "as training runs do")
     ap.add_argument("--validate-every", type=int, default=2)
-    ap.add_argument("--without", choices=("template-and-twins", "inliner-prefix"), default="template-and-twins",
+    ap.add_argument("--without", choices=("template-and-twins", "inliner-prefix", "trace-start"),
+                    default="template-and-twins",
                     help="the saving the baseline side goes without (default: %(default)s)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     before = run(args.corpus, args.prior, args, current=False)
     after = run(args.corpus, args.prior, args, current=True)
     for a, b in zip(before, after):
-        if a["train_delta_percent"] != b["train_delta_percent"] or a["update_norm"] != b["update_norm"]:
+        if any(a[k] != b[k] for k in ("train_delta_percent", "update_norm", "validation_delta_percent")):
             raise SystemExit(f"iteration {a['iteration']}: the two sides trained differently "
                              f"({a['train_delta_percent']} vs {b['train_delta_percent']})")
     sb = sum(m["seconds"] for m in before)
     sa = sum(m["seconds"] for m in after)
     print(f"{len(before)} iterations, identical training on both sides")
     label = {"template-and-twins": "fresh .tflite, replay by the model",
-             "inliner-prefix": "every compile from the input"}[args.without]
+             "inliner-prefix": "every compile from the input",
+             "trace-start": "replay starts empty"}[args.without]
     print(f"baseline ({label}): {sb / len(before):.2f} s per iteration")
     print(f"current  (everything on): {sa / len(after):.2f} s per iteration")
     print(f"ratio: {sb / sa:.2f}x the iterations per second")

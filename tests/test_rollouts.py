@@ -216,3 +216,31 @@ def test_training_curves_share_one_sign_convention():
     assert search == {"training (total of its modules)": [-0.7]}
     both = training_curve_series([{"iteration": 1, "reward": 0.007, "train_delta_percent": -0.7}])
     assert both == {"training (total of its modules)": [-0.7]}  # ES logs both: its total is the objective
+
+
+def test_rollouts_start_from_the_trace_cache(mini_corpus, tmp_path, monkeypatch):
+    """A rollout worker's replay starts from mlopt trace's cached compile of the module: the heuristic's
+    rollout is then answered without a compile, with the traced size; off, or with nothing traced, it
+    compiles, to the same size. The trace cache's key holds the engine's build."""
+    from mlopt.rollouts import run_rollout
+    from mlopt.rollouts import tasks as worker
+    from mlopt.rollouts.trace_cache import engine_digest, module_key
+
+    monkeypatch.setenv("MLOPT_CACHE", str(tmp_path / "cache"))
+    entries = corpus_entries(mini_corpus)
+    major = mlopt._native.resolve_llvm(None)
+    monkeypatch.setattr(worker, "_CACHES", {})
+    untraced = [run_rollout(RolloutTask(e, None)) for e in entries]
+    assert not any(r.cache_hit for r in untraced)
+    ds = trace_corpus(mini_corpus, quiet=True)
+    assert ds.meta["compiled"] == len(entries)
+    for start, hit in ((False, False), (True, True)):
+        monkeypatch.setattr(worker, "_CACHES", {})
+        monkeypatch.setattr(worker, "_UNTRACED", set())
+        got = [run_rollout(RolloutTask(e, None, start_from_trace=start)) for e in entries]
+        assert [r.cache_hit for r in got] == [hit] * len(entries)
+        assert [r.text_size for r in got] == [r.text_size for r in untraced] == ds.text_size.tolist()
+    key = module_key(entries[0], major)
+    assert len(engine_digest(major)) == 64
+    monkeypatch.setattr("mlopt.rollouts.trace_cache.engine_digest", lambda llvm: "another build")
+    assert module_key(entries[0], major) != key  # a rebuilt engine does not take an older one's compiles

@@ -174,3 +174,46 @@ def test_the_store_keeps_a_few_trajectories_per_module_and_a_bounded_total():
     assert store.lookup("b", None, "", False) is None
     assert store.lookup("a", None, "", False) is not None and store.lookup("c", None, "", False) is not None
     assert store.replays == 5
+
+
+def test_a_heuristic_compile_given_to_replay_answers_as_that_compile(modules, policies):
+    """TextSizeCache.add_heuristic_compile (what rollouts take from mlopt trace's cache): with the
+    heuristic's size and log given, a policy deciding as the heuristic throughout is answered without a
+    compile, by what was given; a policy deciding otherwise compiles, to the uncached compile's result."""
+    cache = mlopt.compiler.TextSizeCache()
+    given = {}
+    for m in modules:
+        full = mlopt.compile(m)
+        assert not cache.knows(m)
+        cache.add_heuristic_compile(m, full.text_size, full.log_bytes)
+        assert cache.knows(m)
+        given[m.name] = full
+    for m in modules:
+        r = mlopt.compile(m, cache=cache)
+        assert r.cache_hit
+        _same(r, given[m.name])
+    assert cache.replays == len(modules) and cache.misses == 0
+    for p in policies[:2]:
+        for m in modules:
+            _same(mlopt.compile(m, p, cache=cache), mlopt.compile(m, p))
+    assert cache.misses > 0  # the random policies differ from the heuristic on some modules
+    # What was given is what answers (a size off by one comes back off by one): the compile is not redone.
+    m = modules[0]
+    other = mlopt.compiler.TextSizeCache()
+    other.add_heuristic_compile(m, given[m.name].text_size + 1, given[m.name].log_bytes)
+    assert mlopt.compile(m, cache=other).text_size == given[m.name].text_size + 1
+
+
+def test_a_log_that_is_not_the_heuristics_is_refused(modules):
+    m = max(modules, key=lambda m: len(mlopt.compile(m, log=False).decisions))
+    h = mlopt.compile(m)
+    forced = h.decisions.copy()
+    forced[0] ^= 1
+    flipped = mlopt.compile(m, forced_decisions=forced)
+    cache = mlopt.compiler.TextSizeCache()
+    with pytest.raises(ValueError, match="otherwise than inlining_default"):
+        cache.add_heuristic_compile(m, flipped.text_size, flipped.log_bytes)
+    assert not cache.knows(m)
+    off = mlopt.compiler.TextSizeCache(replay=False)
+    off.add_heuristic_compile(m, h.text_size, h.log_bytes)  # nothing to give it to
+    assert not off.knows(m)

@@ -165,6 +165,31 @@ class TextSizeCache:
     def __len__(self) -> int:
         return self._cache.size
 
+    def knows(self, module: Module, pipeline: str | None = None, ir2vec_vocab: str | None = None) -> bool:
+        """Whether trajectory replay holds a compile of ``module`` (these options) to check policies against."""
+        return self.replay is not None and self.replay.has(_replay_key(module, pipeline, ir2vec_vocab or ""))
+
+    def add_heuristic_compile(self, module: Module, text_size: int, log_bytes: bytes, pipeline: str | None = None,
+                              ir2vec_vocab: str | None = None) -> None:
+        """Gives trajectory replay the heuristic's compile of ``module`` made earlier with the same engine and
+        options (``mlopt trace``'s cache: its ``.text`` bytes and training log), as if this cache had compiled
+        it: a policy that decides as the heuristic at every step of that log is answered without a compile.
+        ValueError when the log is not a heuristic's (a decision differs from ``inlining_default``); nothing
+        without replay."""
+        if self.replay is None:
+            return
+        parsed = read_log(log_bytes) if log_bytes else None
+        if parsed is not None:
+            decisions = parsed[inlining.DECISION].reshape(-1).copy()
+            defaults = parsed[inlining.DEFAULT_DECISION].reshape(-1).copy()
+        else:
+            decisions = defaults = np.zeros(0, np.int64)
+        if not np.array_equal(decisions, defaults):
+            raise ValueError(f"{module.name}: the log given as the heuristic's compile decides otherwise than "
+                             f"inlining_default at {int(np.count_nonzero(decisions != defaults))} call sites")
+        self.replay.add(_replay_key(module, pipeline, ir2vec_vocab or ""),
+                        CompileResult(module.name, int(text_size), decisions, defaults, parsed, bytes(log_bytes)))
+
     def enable_simplification_probe(self) -> None:
         """Measure, from now on, what memoizing the function simplification
         that the inliner's walk runs could save (measuring only: the

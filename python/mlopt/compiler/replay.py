@@ -55,6 +55,11 @@ class TrajectoryReplay:
         with self._lock:
             return sum(len(v) for v in self._store.values())
 
+    def has(self, key: tuple) -> bool:
+        """Whether a compile of ``key`` is kept."""
+        with self._lock:
+            return bool(self._store.get(key))
+
     @staticmethod
     def replayable(policy) -> bool:
         """Policies whose decisions the check reproduces exactly: None (the

@@ -5,7 +5,8 @@ dataset) and the per-module results evaluation and training build on."""
 from .dataset import TraceDataset
 from .runner import failures_of, run_rollouts
 from .tasks import Rollout, RolloutTask, run_rollout
-from .trace import module_key, trace_corpus
+from .trace import trace_corpus
+from .trace_cache import module_key
 
 __all__ = ["Rollout", "RolloutTask", "TraceDataset", "failures_of",
            "module_key", "run_rollout", "run_rollouts", "trace_corpus"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..corpus import CorpusEntry
+from .trace_cache import module_key, recorded_compile
 
 # An IR2Vec vocabulary for every rollout that names none (LLVM 22): the CLI's
 # --ir2vec-vocab sets it, so worker processes see it too.
@@ -23,6 +24,7 @@ _POLICIES: dict[tuple, object] = {}
 _CACHES: dict[tuple, object] = {}  # this worker's TextSizeCache per (LLVM major, per function)
 _MODULES: dict[tuple, object] = {}  # modules this worker has loaded (checked by LLVM once)
 _TRACES: dict[tuple, object] = {}  # traces this worker has loaded
+_UNTRACED: set[tuple] = set()  # modules mlopt trace's cache did not hold (_start_from_trace)
 REWARD_CPU_ENV = "MLOPT_REWARD_CPU"  # llvm-mca's -mcpu for the trace_cycles objective (default: this host)
 _CYCLE_MODELS: dict = {}  # CPU -> this worker's CycleModel
 
@@ -53,6 +55,10 @@ class RolloutTask:
     # The same policy's numpy weights (.npz, MLPPolicy.save), written beside ``policy`` by its writer: trajectory
     # replay then settles most rows in numpy and runs the model only on near-ties (LoadedPolicy.twin).
     weights: str | None = None
+    # With trajectory replay (cache=True): a module's replay starts from the heuristic's compile that mlopt
+    # trace's cache holds for it (rollouts/trace_cache.py; keyed by the module, its command, LLVM and the
+    # engine's build), so a policy deciding as the heuristic throughout compiles nothing. The same sizes.
+    start_from_trace: bool = True
 
 
 @dataclass
@@ -168,6 +174,8 @@ def _size_rollout(task: RolloutTask) -> Rollout:
     policy = _rollout_policy(task, vocab)
     start = time.perf_counter()
     cache = _cache(module.llvm, task.cache) if task.cache else None
+    if cache is not None and task.start_from_trace and not task.call_sites:
+        _start_from_trace(cache, task.entry, module, vocab)
     r = compile(module, policy, log=True, call_sites=task.call_sites, cache=cache, forced_decisions=task.forced,
                 ir2vec_vocab=vocab or None, forced_callees=dict(task.forced_callees))
     llvm_seconds = time.perf_counter() - start
@@ -176,6 +184,24 @@ def _size_rollout(task: RolloutTask) -> Rollout:
                    r.default_decisions if task.call_sites else None,
                    r.decisions if task.call_sites or task.decisions else None,
                    module.notes, r.cache_hit, llvm_seconds, cost=float(r.text_size))
+
+
+def _start_from_trace(cache, entry: CorpusEntry, module, vocab: str) -> None:
+    """Gives ``cache``'s trajectory replay the heuristic's compile of the module from mlopt trace's cache,
+    once: unless replay already holds a compile of it, or the cache had none (remembered)."""
+    if cache.replay is None or cache.knows(module, ir2vec_vocab=vocab):
+        return
+    st = entry.bitcode_path.stat()
+    seen = (str(entry.bitcode_path), st.st_mtime_ns, st.st_size, entry.command, module.llvm, vocab)
+    if seen in _UNTRACED:
+        return
+    recorded = recorded_compile(module_key(entry, module.llvm, vocab))
+    if recorded is None:
+        if len(_UNTRACED) >= 65536:
+            _UNTRACED.clear()
+        _UNTRACED.add(seen)
+        return
+    cache.add_heuristic_compile(module, recorded[0], recorded[1], ir2vec_vocab=vocab)
 
 
 def _regalloc_rollout(task: RolloutTask) -> Rollout:

@@ -73,10 +73,12 @@ class CompilerEnvironment:
     written under ``work`` (a new name per call: workers cache loaded
     policies by path) and compiled by :mod:`mlopt.rollouts`."""
 
-    def __init__(self, problem, pool=None, *, twins: bool = True):
+    def __init__(self, problem, pool=None, *, twins: bool = True, start_from_trace: bool = True):
         self.problem = problem
         self.pool = pool
         self.twins = twins  # write each MLP's numpy weights beside it for replay (RolloutTask.weights)
+        # workers start a module's replay from mlopt trace's cached heuristic compile (RolloutTask.start_from_trace)
+        self.start_from_trace = start_from_trace
         self._calls = 0
         self.failures: list[tuple[str, str]] = []  # (module, reason) of the last call's failed rollouts
         # Of the last costs() call's rollouts, how many the workers' caches answered (trajectory replay
@@ -111,7 +113,8 @@ class CompilerEnvironment:
         work.mkdir(parents=True, exist_ok=True)
         stem = self._name("c")
         written = [self._write(policy, work / f"{stem}-{i}.tflite") for i, policy in enumerate(policies)]
-        tasks = [RolloutTask(e, written[i][0], problem=self.problem.name, weights=written[i][1]) for i, e in items]
+        tasks = [RolloutTask(e, written[i][0], problem=self.problem.name, weights=written[i][1],
+                             start_from_trace=self.start_from_trace) for i, e in items]
         return [r.value.cost if r.ok else None for r in self._run(tasks)]
 
     def own_compiles(self, policy, entries, work: Path) -> list[OwnCompile | None]:
@@ -119,7 +122,8 @@ class CompilerEnvironment:
 
         work.mkdir(parents=True, exist_ok=True)
         path, weights = self._write(policy, work / f"{self._name('o')}.tflite")
-        tasks = [RolloutTask(e, path, log=True, decisions=True, problem=self.problem.name, weights=weights)
+        tasks = [RolloutTask(e, path, log=True, decisions=True, problem=self.problem.name, weights=weights,
+                             start_from_trace=self.start_from_trace)
                  for e in entries]
         out = []
         for r in self._run(tasks):
@@ -138,7 +142,8 @@ class CompilerEnvironment:
 
         work.mkdir(parents=True, exist_ok=True)
         path, weights = self._write(policy, work / f"{self._name('f')}.tflite")
-        tasks = [RolloutTask(e, path, forced=forced, problem=self.problem.name, weights=weights)
+        tasks = [RolloutTask(e, path, forced=forced, problem=self.problem.name, weights=weights,
+                             start_from_trace=self.start_from_trace)
                  for e, forced in items]
         return [r.value.cost if r.ok else None for r in self._run(tasks)]
 
