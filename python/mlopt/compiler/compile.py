@@ -178,12 +178,7 @@ class TextSizeCache:
         without replay."""
         if self.replay is None:
             return
-        parsed = read_log(log_bytes) if log_bytes else None
-        if parsed is not None:
-            decisions = parsed[inlining.DECISION].reshape(-1).copy()
-            defaults = parsed[inlining.DEFAULT_DECISION].reshape(-1).copy()
-        else:
-            decisions = defaults = np.zeros(0, np.int64)
+        parsed, decisions, defaults = _parsed_log(log_bytes)
         if not np.array_equal(decisions, defaults):
             raise ValueError(f"{module.name}: the log given as the heuristic's compile decides otherwise than "
                              f"inlining_default at {int(np.count_nonzero(decisions != defaults))} call sites")
@@ -346,6 +341,15 @@ def _feature_upkeep(value: str) -> str:
     return value
 
 
+def _parsed_log(log_bytes: bytes) -> tuple[Log | None, np.ndarray, np.ndarray]:
+    """A compile's training log parsed (None when empty), its decisions and the heuristic's answers."""
+    parsed = read_log(log_bytes) if log_bytes else None
+    if parsed is None:
+        return None, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return (parsed, parsed[inlining.DECISION].reshape(-1).copy(),
+            parsed[inlining.DEFAULT_DECISION].reshape(-1).copy())
+
+
 def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
              keep_object: bool, call_sites: bool = False, cache: TextSizeCache | None = None,
              forced: str = "", vocab: str = "", features: str = "mlopt",
@@ -365,12 +369,7 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
                            callable_default=bool(getattr(callback, "takes_default", False)),
                            forced_callees=forced_callees or {})
     log_bytes = raw["log"]
-    parsed = read_log(log_bytes) if log_bytes else None
-    if parsed is not None:
-        decisions = parsed[inlining.DECISION].reshape(-1).copy()
-        defaults = parsed[inlining.DEFAULT_DECISION].reshape(-1).copy()
-    else:
-        decisions = defaults = np.zeros(0, np.int64)
+    parsed, decisions, defaults = _parsed_log(log_bytes)
     return CompileResult(module.name, raw["text_size"], decisions, defaults,
                          parsed if log else None, log_bytes if log else b"",
                          raw["object"], list(raw["warnings"]), raw["call_sites"] if call_sites else None,
