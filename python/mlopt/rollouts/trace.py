@@ -1,7 +1,8 @@
 """``mlopt trace CORPUS``: the heuristic's training log and ``.text`` size of
 every module, as one :class:`TraceDataset`. Each module's result is cached
 (:mod:`.trace_cache`: by module bitcode, its command line, LLVM version,
-mlopt version), so a second trace of the same corpus compiles nothing."""
+mlopt version and engine build), so a second trace of the same corpus
+compiles nothing."""
 
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = N
     keys = [module_key(e, major, vocab) for e in entries]
     found = {i: c for i, k in enumerate(keys) if use_cache and (c := recorded_compile(k)) is not None}
     todo = [i for i in range(len(entries)) if i not in found]
-    tasks = [RolloutTask(entries[i], None, log=True, llvm=major, ir2vec_vocab=vocab) for i in todo]
+    # these are the modules the cache lacks: no worker need look them up again (start_from_trace)
+    tasks = [RolloutTask(entries[i], None, log=True, llvm=major, ir2vec_vocab=vocab, start_from_trace=False)
+             for i in todo]
     results = run_rollouts(tasks, pool=pool, workers=workers, ray=ray, timeout=timeout, quiet=quiet,
                            desc="tracing") if tasks else []
     for i, r in zip(todo, results):
