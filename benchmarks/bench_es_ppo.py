@@ -157,6 +157,12 @@ def main() -> None:
                          "(1: modules drawn alike)")
     ap.add_argument("--es-top-pairs", type=int, default=ESConfig.top_pairs, metavar="B",
                     help="ES estimates from the B pairs whose better candidate ranks highest (ARS; 0: every pair)")
+    ap.add_argument("--es-large-pairs", type=int, default=ESConfig.large_pairs, metavar="K",
+                    help="ES compiles each drawn large module (the largest --es-large-share of the training modules) "
+                         "by K of its pairs only (module-rank; 0: by every pair)")
+    ap.add_argument("--es-large-share", type=float, default=ESConfig.large_share, metavar="Q")
+    ap.add_argument("--es-large-extra", type=int, default=ESConfig.large_extra, metavar="E",
+                    help="with --es-large-pairs, E more large modules join every draw")
     ap.add_argument("--es-train-layers", type=int, default=ESConfig.train_layers, metavar="K",
                     help="ES perturbs and steps only the last K layers (0: all)")
     ap.add_argument("--es-guide", type=int, default=ESConfig.guide, metavar="K",
@@ -277,6 +283,8 @@ def main() -> None:
                                sigma=sigma, perturbations=args.es_pairs, objective=args.es_objective,
                                average=args.es_average, skip_largest=args.es_skip_largest,
                                package_power=args.es_package_power, top_pairs=args.es_top_pairs,
+                               large_pairs=args.es_large_pairs, large_share=args.es_large_share,
+                               large_extra=args.es_large_extra,
                                momentum=args.es_momentum,
                                train_layers=args.es_train_layers, lr_end=args.es_lr_end * lr / args.es_lr,
                                lr_horizon=args.es_lr_horizon, validate_every=args.validate_every,

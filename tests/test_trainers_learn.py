@@ -17,7 +17,8 @@ import pytest
 
 from mlopt.errors import MloptError
 from mlopt.policy import MLPPolicy
-from mlopt.training.es import ESConfig, ESTrainer, default_pairs, flatten, shape_values, top_directions
+from mlopt.training.es import (ESConfig, ESTrainer, default_pairs, flatten, module_ranks, partial_module_ranks,
+                               shape_values, top_directions)
 from mlopt.training.flip_gradient import FlipGradientConfig, FlipGradientTrainer, balanced_sites, nearest_sites
 from mlopt.training.ppo import PPOConfig, PPOTrainer
 from tests.support import synthetic
@@ -34,13 +35,14 @@ def _baseline():
 
 def _run_es(tmp_path, sign: float, iterations: int, objective: str = "total", average: float = 0.0,
             train_layers: int = 0, lr: float = 0.1, lr_end: float = 0.0, lr_horizon: int = 0, guide: int = 0,
-            project: bool = False, hidden=(16,), line_search=(), hold: float = 0.0, top_pairs: int = 0):
+            project: bool = False, hidden=(16,), line_search=(), hold: float = 0.0, top_pairs: int = 0,
+            large_pairs: int = 0, large_extra: int = 0):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, hidden=hidden, epochs=3)
     cfg = ESConfig(iterations=iterations, modules_per_perturbation=16, sigma=0.1, lr=lr, seed=0, objective=objective,
                    average=average, train_layers=train_layers, lr_end=lr_end, lr_horizon=lr_horizon, guide=guide,
                    project=project, line_search=line_search, hold_flip_share=hold, hold_rows=1000,
-                   top_pairs=top_pairs)
+                   top_pairs=top_pairs, large_pairs=large_pairs, large_share=0.25, large_extra=large_extra)
     trainer = ESTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env,
                         sites={m.name: m.batch() for m in TRAIN} if project or hold else None)
     trainer.run()
@@ -91,12 +93,16 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                              30),
                                             (partial(_run_es, objective="module-rank", hold=0.3), 30),
                                             (partial(_run_es, objective="module-rank", top_pairs=4), 30),
+                                            # the largest quarter compiled by 3 of the 9 pairs, 2 more per draw
+                                            (partial(_run_es, objective="module-rank", large_pairs=3,
+                                                     large_extra=2), 30),
                                             (_run_flip_gradient, 30), (partial(_run_flip_gradient, average=0.7), 30),
                                             # a draw more than 1% above the heuristic undoes the step before it
                                             (partial(_run_flip_gradient, rollback=1.0), 30),
                                             (_run_ppo, 80)],
                          ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
                               "es-guided", "es-projected", "es-line-search", "es-hold-flip-share", "es-top-pairs",
+                              "es-large-pairs",
                               "flip-gradient", "flip-gradient-averaged", "flip-gradient-rollback", "ppo"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
@@ -779,3 +785,65 @@ def test_top_pairs_change_the_step_and_all_pairs_are_plain_es(tmp_path):
     with pytest.raises(MloptError, match="top_pairs"):
         ESTrainer(synthetic.warm_start(TRAIN, epochs=1), TRAIN, _baseline(), tmp_path / "bad",
                   ESConfig(top_pairs=-1), env=synthetic.SyntheticEnvironment(1.0))
+
+
+def test_partial_module_ranks_rank_each_module_among_its_candidates_and_all_is_module_ranks():
+    costs = np.array([[1.0, 5.0, 3.0], [2.0, 4.0, np.nan], [3.0, 6.0, 1.0], [4.0, 7.0, 2.0]])
+    everyone = np.ones(costs.shape, bool)
+    ok = costs[:, :2]  # the failed module (column 2) is left out either way
+    assert np.array_equal(partial_module_ranks(costs, everyone), module_ranks(ok))
+    some = everyone.copy()
+    some[[0, 1], 1] = False  # module 1: candidates 2 and 3 only (2 is smaller: +0.5, 3: -0.5)
+    some[1, 2] = False  # module 2: without the failed candidate, so it counts
+    expected = np.array([[0.5, 1 / 6, -1 / 6, -0.5], [0.0, 0.0, 0.5, -0.5], [-0.5, 0.0, 0.5, 0.0]]).mean(axis=0)
+    assert np.allclose(partial_module_ranks(costs, some), expected)
+    with pytest.raises(MloptError, match="partial_module_ranks"):
+        partial_module_ranks(costs, some[:, :2])
+
+
+class _RecordingEnvironment(synthetic.SyntheticEnvironment):
+    def __init__(self):
+        super().__init__(1.0)
+        self.calls = []
+
+    def costs(self, policies, items, work):
+        self.calls.append([(i, m.name) for i, m in items])
+        return super().costs(policies, items, work)
+
+
+def test_large_pairs_compile_each_large_module_by_that_many_whole_pairs_and_all_pairs_is_plain_es(tmp_path):
+    def run(sub, large_pairs, extra=0):
+        env = _RecordingEnvironment()
+        cfg = ESConfig(iterations=3, modules_per_perturbation=16, sigma=0.1, lr=0.1, seed=0, perturbations=6,
+                       objective="module-rank", large_pairs=large_pairs, large_share=0.25, large_extra=extra)
+        trainer = ESTrainer(synthetic.warm_start(TRAIN, epochs=3), TRAIN, _baseline(), tmp_path / sub, cfg,
+                            env=env)
+        metrics = []
+        trainer.run(metrics.append)
+        return trainer, env, metrics
+    plain, plain_env, _ = run("plain", 0)
+    every, _, _ = run("every", 6)  # as many as there are pairs: plain ES bit for bit
+    assert np.array_equal(plain.theta, every.theta)
+    fewer, env, metrics = run("fewer", 2, extra=3)
+    base = _baseline()
+    large = {m.name for m in sorted(TRAIN, key=lambda m: base[m.name])[-12:]}  # the largest quarter of 48
+    assert {TRAIN[j].name for j in fewer.large} == large
+    for it, (call, plain_call) in enumerate(zip(env.calls, plain_env.calls)):
+        by_module = {}
+        for i, name in call:
+            by_module.setdefault(name, set()).add(i)
+        drawn = {name for _, name in plain_call}
+        assert set(by_module) - drawn <= large and len(set(by_module) - drawn) == 3  # the extra ones are large
+        for name, candidates in by_module.items():
+            if name in large:
+                assert len(candidates) == 4 and all(c ^ 1 in candidates for c in candidates)  # 2 whole pairs
+            else:
+                assert candidates == set(range(12))
+        assert metrics[it]["large_modules"] == sum(1 for name in by_module if name in large)
+        assert metrics[it]["evaluations"] == len(call) < len(plain_call) + 3 * 12
+    assert not np.array_equal(plain.theta, fewer.theta)
+    for bad in (ESConfig(large_pairs=-1), ESConfig(large_pairs=2, large_share=1.0),
+                ESConfig(large_pairs=2, objective="total")):
+        with pytest.raises(MloptError, match="large"):
+            ESTrainer(synthetic.warm_start(TRAIN, epochs=1), TRAIN, _baseline(), tmp_path / "bad", bad,
+                      env=synthetic.SyntheticEnvironment(1.0))

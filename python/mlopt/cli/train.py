@@ -160,6 +160,7 @@ def cmd_train_es(args) -> int:
                    momentum=args.momentum, max_step=args.max_step, shaping=args.shaping, objective=args.objective,
                    buckets=args.buckets, average=args.average, skip_largest=args.skip_largest,
                    package_power=args.package_power, top_pairs=args.top_pairs,
+                   large_pairs=args.large_pairs, large_share=args.large_share, large_extra=args.large_extra,
                    train_layers=args.train_layers, lr_end=args.lr_end or 0.0, lr_horizon=args.lr_horizon or 0,
                    guide=args.guide, guide_alpha=args.guide_alpha, validate_every=args.validate_every,
                    project=args.project, line_search=args.line_search or (),
@@ -448,6 +449,15 @@ def register(sub) -> None:
     es.add_argument("--top-pairs", type=int, default=0, metavar="B",
                     help="estimate the step from the B pairs whose better candidate ranks highest (ARS's top "
                          "directions; default 0: every pair)")
+    es.add_argument("--large-pairs", type=int, default=0, metavar="K",
+                    help="compile each drawn large module (the largest --large-share of the training modules, by "
+                         "the heuristic's size) by K of the pairs only, ranked among their candidates: the large "
+                         "modules are most of an iteration's compile time (needs --objective module-rank; "
+                         "default 0: every pair compiles every module)")
+    es.add_argument("--large-share", type=float, default=0.05, metavar="Q",
+                    help="the share of the training modules --large-pairs counts as large (default 0.05)")
+    es.add_argument("--large-extra", type=int, default=0, metavar="E",
+                    help="with --large-pairs, E more large modules join every draw (default 0)")
     es.add_argument("--train-layers", type=int, default=0, metavar="K",
                     help="perturb and step only the policy's last K layers, the others keep the starting "
                          "policy's weights (1: the output layer's ~130 weights instead of ~9,500; default 0: all)")

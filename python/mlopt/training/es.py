@@ -192,6 +192,13 @@ class ESConfig:
     # reinforcement learning", 2018): the estimate from the top_pairs pairs whose better candidate has the
     # highest shaped value, max(s+, s-) (ties: the lower pair index), averaged over them (0: every pair)
     top_pairs: int = 0
+    # fewer compiles of the large modules (module-rank only): a drawn module among the largest share large_share
+    # of the training modules (by the heuristic's objective) is compiled by large_pairs of the pairs only,
+    # chosen afresh per module and iteration, and ranked among their candidates; large_extra more large
+    # modules join every draw. 0: every pair compiles every drawn module (large_share and large_extra unused).
+    large_pairs: int = 0
+    large_share: float = 0.05
+    large_extra: int = 0
 
 
 LINE_SEARCH_STREAM = 1 << 20  # the sampler stream of line-search draws (per-pair draws use 1..pairs)
@@ -309,6 +316,26 @@ def per_module_ranks(costs: np.ndarray) -> np.ndarray:
     return np.array([shape_values(-c[:, j], "rank") for j in range(c.shape[1])]).reshape(c.shape[1], len(c))
 
 
+def partial_module_ranks(costs: np.ndarray, evaluated: np.ndarray) -> np.ndarray:
+    """:func:`module_ranks` when each module is compiled by only some candidates (``evaluated``, the
+    candidates x modules mask): on each module the candidates that compiled it are ranked among themselves
+    (centered ranks, ties averaged) and the others count 0; a candidate's value is the mean over the modules
+    that every candidate which compiled them did (a failure leaves its module out)."""
+    c = np.asarray(costs, np.float64)
+    m = np.asarray(evaluated, bool)
+    if c.ndim != 2 or c.shape != m.shape or c.shape[1] == 0:
+        raise MloptError(f"partial_module_ranks needs matching candidates x modules matrices, got {c.shape} and "
+                         f"{m.shape}")
+    ranks = []  # modules x candidates, as per_module_ranks (so that every module compiled by all is its mean)
+    for j in range(c.shape[1]):
+        rows = np.flatnonzero(m[:, j])
+        if len(rows) and not np.isnan(c[rows, j]).any():
+            r = np.zeros(len(c))
+            r[rows] = shape_values(-c[rows, j], "rank")
+            ranks.append(r)
+    return np.mean(np.array(ranks), axis=0) if ranks else np.zeros(len(c))
+
+
 class ESTrainer(ValidatedRun):
     """Runs ES into a run directory (``checkpoint.npz`` after every
     iteration, ``metrics.jsonl``, ``best/`` by validation delta).
@@ -359,6 +386,12 @@ class ESTrainer(ValidatedRun):
         if config.top_pairs < 0 or (config.top_pairs and config.project):
             raise MloptError(f"top_pairs must be >= 0 (0: every pair) and is not for the projected estimate "
                              f"(got {config.top_pairs!r}, project {config.project!r})")
+        if config.large_pairs < 0 or config.large_extra < 0 or not 0.0 < config.large_share < 1.0:
+            raise MloptError(f"large_pairs and large_extra must be >= 0 and large_share in (0, 1) (got "
+                             f"{config.large_pairs!r}, {config.large_extra!r}, {config.large_share!r})")
+        if config.large_pairs and (config.objective != "module-rank" or config.project or config.modules_per_pair):
+            raise MloptError("fewer pairs on the large modules (large_pairs) needs objective module-rank, one shared "
+                             "draw (no modules_per_pair) and no projected estimate (project)")
         if (config.lr_end or config.lr_horizon) and not (config.lr_end > 0 and config.lr_horizon >= 1):
             raise MloptError("a step-size schedule needs both lr_end > 0 and lr_horizon >= 1 iterations "
                              f"(got lr_end {config.lr_end!r}, lr_horizon {config.lr_horizon!r})")
@@ -385,6 +418,11 @@ class ESTrainer(ValidatedRun):
                                                  group_power=config.package_power)
         except ValueError as e:
             raise MloptError(f"ES module sampler: {e}") from None
+        # the training modules (indices) that large_pairs applies to: the largest large_share that can be drawn
+        drawable = sorted(set(range(len(train))) - set(self.sampler.skipped),
+                          key=lambda j: (baseline[train[j].name], j))
+        self.large = (drawable[len(drawable) - max(1, int(config.large_share * len(drawable))):]
+                      if config.large_pairs else [])
         self.adam = Adam([self.theta], lr=config.lr)
         self.velocity = np.zeros_like(self.theta)
         # the last config.guide gradient estimates (trained coordinates, oldest first): guided perturbations
@@ -446,18 +484,31 @@ class ESTrainer(ValidatedRun):
             draws = [[self.train[j] for j in self.sampler.sample(i, cfg.modules_per_pair, stream=p + 1)]
                      for p in range(self.pairs)]
         else:
-            draws = [[self.train[j] for j in self.sampler.sample(i, cfg.modules_per_perturbation)]] * self.pairs
-        items = [(2 * p + sign, e) for p, chosen in enumerate(draws) for sign in (0, 1) for e in chosen]
+            shared = self._shared_draw(i)
+            draws = [[self.train[j] for j in shared]] * self.pairs
+        # which candidates compile which drawn module (rows: candidates, columns: draws[0]; None: every one)
+        evaluated = self._evaluated(i, shared) if cfg.large_pairs else None
+        if evaluated is None:
+            items = [(2 * p + sign, e) for p, chosen in enumerate(draws) for sign in (0, 1) for e in chosen]
+        else:
+            items = [(c, draws[0][j]) for c, j in zip(*np.nonzero(evaluated))]
         flat = np.array([np.nan if c is None else c for c in self.env.costs(candidates, items, work)], np.float64)
         hits = getattr(self.env, "cache_hits", 0)  # of these compiles (validation's come next)
-        deltas, compiled = self._deltas(draws, flat)
+        if evaluated is not None:  # candidates x modules, NaN where a candidate does not compile the module
+            full = np.full(evaluated.shape, np.nan)
+            full[evaluated] = flat
+            flat = full.reshape(-1)
+        deltas, compiled = self._deltas(draws, flat, evaluated)
         kept = ~np.isnan(deltas[0::2])  # pairs with a value (per-pair draws: a pair none of whose modules compiled)
         if not kept.any():
             raise MloptError(f"iteration {i}: no module compiled for every candidate" + first_failure(self.env))
         k = int(kept.sum())
         values = deltas.reshape(self.pairs, 2)[kept]  # the candidates that have a value
         signal = -values
-        if cfg.objective == "module-rank":  # one shared draw: every candidate has a value or none has
+        if cfg.objective == "module-rank" and evaluated is not None:
+            costs = flat.reshape(2 * self.pairs, -1)
+            signal = partial_module_ranks(costs, evaluated).reshape(self.pairs, 2)
+        elif cfg.objective == "module-rank":  # one shared draw: every candidate has a value or none has
             costs = flat.reshape(2 * self.pairs, -1)
             signal = module_ranks(costs[:, ~np.isnan(costs).any(axis=0)]).reshape(self.pairs, 2)
         if cfg.modules_per_pair:  # pairs drew different modules: shape the within-pair differences only
@@ -510,6 +561,7 @@ class ESTrainer(ValidatedRun):
                    "modules": compiled,
                    "failed_modules": drawn - compiled,
                    "evaluations": len(items), "evaluations_per_s": len(items) / elapsed,
+                   **({"large_modules": int((~evaluated.all(axis=0)).sum())} if evaluated is not None else {}),
                    "cache_hit_share": hits / len(items),
                    "validation_delta_percent": val, "sigma": self.sigma, **hold_metrics, **guide_metrics,
                    **projection_metrics, **line_metrics}
@@ -579,10 +631,42 @@ class ESTrainer(ValidatedRun):
         return multiple, {**metrics, "line_search_multiple": multiple,
                           "line_search_delta_percent": [float(d) for d in deltas]}
 
-    def _deltas(self, draws: list[list], flat: np.ndarray) -> tuple[np.ndarray, int]:
+    def _shared_draw(self, i: int) -> list[int]:
+        """Iteration i's shared draw (training module indices): the sampler's, then large_extra more large
+        modules (with large_pairs) drawn alike from the large ones the sampler did not take."""
+        cfg = self.config
+        chosen = self.sampler.sample(i, cfg.modules_per_perturbation)
+        if cfg.large_pairs and cfg.large_extra:
+            rest = [j for j in self.large if j not in set(chosen)]
+            rng = np.random.default_rng([cfg.seed, i, 0x4C58])
+            chosen = sorted(chosen + [int(j) for j in rng.choice(rest, min(cfg.large_extra, len(rest)),
+                                                                   replace=False)])
+        return chosen
+
+    def _evaluated(self, i: int, chosen: list[int]) -> np.ndarray:
+        """Candidates x modules of ``chosen``: True where the candidate compiles the module. A large module
+        is compiled by both candidates of large_pairs pairs, drawn per module and iteration; the rest by all."""
+        cfg = self.config
+        rng = np.random.default_rng([cfg.seed, i, 0x4C50])
+        large = set(self.large)
+        mask = np.ones((2 * self.pairs, len(chosen)), bool)
+        for col, j in enumerate(chosen):
+            if j in large and cfg.large_pairs < self.pairs:
+                pairs = np.zeros(self.pairs, bool)
+                pairs[rng.choice(self.pairs, cfg.large_pairs, replace=False)] = True
+                mask[:, col] = np.repeat(pairs, 2)
+        return mask
+
+    def _deltas(self, draws: list[list], flat: np.ndarray,
+                evaluated: np.ndarray | None = None) -> tuple[np.ndarray, int]:
         """Per candidate (2p: +, 2p+1: -), the total objective delta in % of its draw's heuristic baseline
         (- = smaller; NaN: no value), and the number of modules counted. Over one shared draw, only the
-        modules every candidate compiled count; over per-pair draws, those both of the pair's did."""
+        modules every candidate compiled count (with ``evaluated``: those every candidate compiles, so the
+        large modules of large_pairs do not); over per-pair draws, those both of the pair's did."""
+        if evaluated is not None:
+            everyone = evaluated.all(axis=0)
+            return self._draw_deltas([e for e, k in zip(draws[0], everyone) if k],
+                                     flat.reshape(2 * self.pairs, -1)[:, everyone])
         if not self.config.modules_per_pair:
             return self._draw_deltas(draws[0], flat.reshape(2 * self.pairs, -1))
         deltas, counted, at = np.full(2 * self.pairs, np.nan), 0, 0
