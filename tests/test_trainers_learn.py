@@ -17,8 +17,16 @@ import pytest
 
 from mlopt.errors import MloptError
 from mlopt.policy import MLPPolicy
-from mlopt.training.es import (ESConfig, ESTrainer, default_pairs, flatten, module_ranks, partial_module_ranks,
-                               shape_values, top_directions)
+from mlopt.training.es import (
+    ESConfig,
+    ESTrainer,
+    default_pairs,
+    flatten,
+    module_ranks,
+    partial_module_ranks,
+    shape_values,
+    top_directions,
+)
 from mlopt.training.flip_gradient import FlipGradientConfig, FlipGradientTrainer, balanced_sites, nearest_sites
 from mlopt.training.ppo import PPOConfig, PPOTrainer
 from tests.support import synthetic
