@@ -106,3 +106,55 @@ def test_policy_for_another_problem_is_refused_where_it_does_not_fit(batch, tmp_
         LoadedPolicy(model, TOY).evaluate({"mask": batch["mask"]})
     with pytest.raises(mlopt.ProblemError, match="no optimization problem 'regalloc-priority'"):
         mlopt.problems.get("regalloc-priority")
+
+
+def test_weights_files_of_one_vocab_share_it_and_a_changed_vocab_is_refused(tmp_path):
+    """MLPPolicy.save stores its vocab's fingerprint: loading many weights files of one vocab with
+    known_vocabs (a rollout worker loading ES's candidates) reads and checks the vocab once and hands
+    every policy the same Vocab; a file whose vocab was changed after it was written is a PolicyError
+    naming it; a file without a fingerprint (written before) loads as before."""
+    from mlopt.errors import PolicyError
+    from mlopt.problems import get
+
+    problem = get("inlining")
+    rng = np.random.default_rng(3)
+    vocab = Vocab({f: np.sort(rng.random(50)) for f in problem.feature_names}, problem.feature_names)
+    a = MLPPolicy.random(vocab, hidden=(8,), seed=0, problem=problem)
+    b = MLPPolicy.random(vocab, hidden=(8,), seed=1, problem=problem)
+    a.save(tmp_path / "a.npz")
+    b.save(tmp_path / "b.npz")
+    known: dict = {}
+    la = MLPPolicy.load(tmp_path / "a.npz", problem=problem, known_vocabs=known)
+    lb = MLPPolicy.load(tmp_path / "b.npz", problem=problem, known_vocabs=known)
+    assert la.vocab is lb.vocab and la.vocab.fingerprint() == vocab.fingerprint() and len(known) == 1
+    assert MLPPolicy.load(tmp_path / "b.npz", problem=problem).vocab is not la.vocab  # without: read anew
+    batch = {f: rng.random(20) for f in problem.feature_names}
+    assert np.array_equal(lb.logits(batch), b.logits(batch))
+    with np.load(tmp_path / "b.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    f0 = problem.feature_names[0]
+    arrays[f"vocab/{f0}"] = arrays[f"vocab/{f0}"] + 1.0  # same shape and order, other boundaries
+    np.savez(tmp_path / "changed.npz", **arrays)
+    with pytest.raises(PolicyError, match=r"changed\.npz.*vocab does not match"):
+        MLPPolicy.load(tmp_path / "changed.npz", problem=problem)
+    del arrays["vocab_fingerprint"]
+    np.savez(tmp_path / "old.npz", **arrays)  # as written before fingerprints: loaded and checked as then
+    old = MLPPolicy.load(tmp_path / "old.npz", problem=problem)
+    assert np.array_equal(old.vocab.boundaries[f0], vocab.boundaries[f0] + 1.0)
+
+
+def test_vocab_copies_what_it_is_given_and_keeps_its_subset_and_digest():
+    """A Vocab made from arrays equals one made from lists and does not change when the caller's array
+    does; subset() of its own features is itself; fingerprint() is the digest, made once."""
+    rng = np.random.default_rng(4)
+    arrays = {"x": np.sort(rng.random(30)), "y": np.sort(rng.random(7)).astype(np.float32)}
+    v = Vocab(arrays)
+    w = Vocab({k: list(a) for k, a in arrays.items()})
+    assert v.fingerprint() == w.fingerprint() == v._digest()
+    arrays["x"][0] = -5.0
+    assert v.boundaries["x"][0] != -5.0 and v.fingerprint() == w.fingerprint()
+    assert v.subset(["x", "y"]) is v and v.subset(["y"]).features == ("y",)
+    x = np.array([[0.5, 0.5], [2.0, -1.0]])
+    assert np.array_equal(v.normalize(x), w.normalize(x))
+    with pytest.raises(mlopt.errors.VocabError, match="not sorted"):
+        Vocab({"x": np.array([2.0, 1.0])})

@@ -146,3 +146,27 @@ def test_a_twin_changes_no_decision_and_leaves_near_ties_to_the_model(tmp_path):
     assert twinned.twin_rows == 3000 and 0 < twinned.model_rows < 3000 and settled > 0
     near = set(np.flatnonzero(np.isin(p.logits(batch).argmax(axis=1), [0, 1])).tolist())
     assert twinned.model_rows >= len(near)  # every row led by the near-tied pair went to the model
+
+
+def test_the_looser_bound_settles_the_same_rows_as_the_magnitude_pass():
+    """sure_of_inputs (a per-row bound first, the magnitude pass only where it does not settle the row)
+    gives exactly sure_decisions of logits_with_slack: the same action and the same unsure rows, on
+    networks of several shapes, z-scored (negative) inputs, near ties, exact ties and NaN rows."""
+    from mlopt.policy.mlp import sure_decisions
+
+    rng = np.random.default_rng(13)
+    for hidden, zscore in (((), False), ((16,), True), ((64, 64), False), ((9, 5), True)):
+        p = _with_weights(MLPPolicy.random(_vocab(TOY, 6, zscore), hidden=hidden, seed=1, problem=TOY), rng)
+        if hidden:  # actions 0 and 1 one ulp apart, 2 equal to 0: near ties and exact ties
+            w, b = p.layers[-1]
+            w[1] = np.nextafter(w[0], np.float32(np.inf))
+            w[2], b[1], b[2] = w[0], b[0], b[0]
+        x = p.normalized(_rows(rng, 3000))
+        x[::97] = np.nan
+        x[5::89, 0] = np.inf
+        expected = sure_decisions(*p._logits_with_slack_of_inputs(x))
+        lead, unsure = p.sure_of_inputs(x)
+        assert np.array_equal(unsure, expected[1]) and np.array_equal(lead, expected[0])
+        assert unsure.any() and not unsure.all()
+        finite = x[np.isfinite(x).all(axis=1)]
+        assert np.array_equal(p.decide_inputs(finite), np.argmax(p.logits_of_inputs(finite), axis=1))

@@ -217,3 +217,59 @@ def test_a_log_that_is_not_the_heuristics_is_refused(modules):
     off = mlopt.compiler.TextSizeCache(replay=False)
     off.add_heuristic_compile(m, h.text_size, h.log_bytes)  # nothing to give it to
     assert not off.knows(m)
+
+
+def test_a_twins_inputs_are_made_once_per_trajectory_and_go_with_it():
+    """Bookkeeping only (no compiler): the normalized rows a numpy twin checks are made once per kept
+    trajectory and vocab, handed to every later check of it (sliced past forced decisions), counted
+    in the store's bytes, and dropped with the trajectory."""
+    from dataclasses import dataclass
+
+    from mlopt.compiler.replay import TrajectoryReplay
+
+    feature = type("Spec", (), {"name": "f"})()
+    spec = type("Problem", (), {"features": (feature,)})()
+
+    class Vocab:
+        def fingerprint(self):
+            return b"v"
+
+    class Twin:
+        vocab, widths, problem = Vocab(), (1,), spec
+        made = 0
+
+        def normalized(self, batch):
+            Twin.made += 1
+            return np.asarray(batch["f"], np.float32).reshape(-1, 1) * 2
+
+    class Policy:  # decides 1 where twice the feature is above 1
+        twin, problem = Twin(), spec
+        seen: list = []
+
+        def decide(self, batch, inputs=None):
+            Policy.seen.append(None if inputs is None else inputs.copy())
+            x = Twin().normalized(batch) if inputs is None else inputs
+            return (x[:, 0] > 1).astype(np.int64)
+
+    class Log(dict):
+        nbytes = 0
+
+    @dataclass
+    class Result:
+        decisions: np.ndarray
+        log: Log
+        log_bytes: bytes = b""
+        call_sites: list | None = None
+        default_decisions: np.ndarray = None
+
+    store = TrajectoryReplay(per_module=1)
+    kept = Result(np.array([0, 1, 1], np.int64), Log(f=np.array([0.0, 1.0, 2.0])))
+    store.add("m", kept)
+    base = store._bytes
+    for forced in ("", "", "0"):
+        assert store.lookup("m", Policy(), forced, False) is kept
+    assert Twin.made == 1  # made once, for the first check
+    assert [s.ravel().tolist() for s in Policy.seen] == [[0, 2, 4], [0, 2, 4], [2, 4]]
+    assert store._bytes == base + 3 * 4
+    store.add("m", Result(np.array([1], np.int64), Log(f=np.array([3.0]))))  # replaces it (per_module 1)
+    assert store._inputs == {} and store._bytes == 256  # the new one's own bytes only (its log has none)

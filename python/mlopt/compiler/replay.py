@@ -50,6 +50,9 @@ class TrajectoryReplay:
         self._lock = threading.Lock()
         self._store: OrderedDict[tuple, list] = OrderedDict()
         self._bytes = 0
+        # id(kept result) -> (the result, the twin vocab's fingerprint and widths, its normalized log rows): the
+        # inputs a policy's numpy twin checks (LoadedPolicy.decide), made once per trajectory and vocab
+        self._inputs: dict[int, tuple[object, tuple, np.ndarray]] = {}
 
     def __len__(self) -> int:
         with self._lock:
@@ -76,7 +79,7 @@ class TrajectoryReplay:
                 continue
             with self._lock:
                 self.checks += 1
-            if _reproduces(result, policy, forced):
+            if _reproduces(result, policy, forced, self._twin_inputs):
                 with self._lock:
                     self.replays += 1
                     if key in self._store:
@@ -85,6 +88,34 @@ class TrajectoryReplay:
                         self._store[key] = [result, *kept]
                 return result
         return None
+
+    def _twin_inputs(self, result, twin) -> np.ndarray | None:
+        """``twin.normalized`` of the kept ``result``'s whole log, made once per (trajectory, vocab); None
+        when the log lacks a feature the twin takes."""
+        tag = (twin.vocab.fingerprint(), tuple(twin.widths), tuple(s.name for s in twin.problem.features))
+        with self._lock:
+            held = self._inputs.get(id(result))
+        if held is not None and held[0] is result and held[1] == tag:
+            return held[2]
+        try:
+            x = twin.normalized({s.name: result.log[s.name] for s in twin.problem.features})
+        except KeyError:
+            return None
+        with self._lock:
+            if any(r is result for kept in self._store.values() for r in kept):  # still kept: account for it
+                old = self._inputs.pop(id(result), None)
+                self._bytes += x.nbytes - (old[2].nbytes if old is not None and old[0] is result else 0)
+                self._inputs[id(result)] = (result, tag, x)
+        return x
+
+    def _forget(self, result) -> int:
+        """Drops what is kept for ``result`` beside it; the bytes that frees (its own included)."""
+        held = self._inputs.get(id(result))
+        freed = _nbytes(result)
+        if held is not None and held[0] is result:
+            del self._inputs[id(result)]
+            freed += held[2].nbytes
+        return freed
 
     def add(self, key: tuple, result) -> None:
         """Keeps a real compile's result (with its parsed log, if it asked
@@ -102,18 +133,18 @@ class TrajectoryReplay:
             kept.insert(0, result)
             self._bytes += size
             while len(kept) > self.per_module:
-                self._bytes -= _nbytes(kept.pop())
+                self._bytes -= self._forget(kept.pop())
             self._store.move_to_end(key)
             while self._bytes > self.max_bytes and self._store:
                 _, dropped = self._store.popitem(last=False)
-                self._bytes -= sum(_nbytes(r) for r in dropped)
+                self._bytes -= sum(self._forget(r) for r in dropped)
 
 
 def _nbytes(result) -> int:
     return len(result.log_bytes) + (result.log.nbytes if result.log is not None else 0) + 256
 
 
-def _reproduces(result, policy, forced: str) -> bool:
+def _reproduces(result, policy, forced: str, twin_inputs=None) -> bool:
     decisions = result.decisions
     n, f = len(decisions), len(forced)
     if f > n:  # forced decisions beyond the trajectory's end: not this trajectory
@@ -128,7 +159,9 @@ def _reproduces(result, policy, forced: str) -> bool:
         batch = {s.name: result.log[s.name][f:] for s in policy.problem.features}
     except KeyError:  # the compile did not log a feature this policy takes
         return False
-    return bool(np.array_equal(policy.decide(batch), decisions[f:]))
+    twin = getattr(policy, "twin", None)
+    x = twin_inputs(result, twin) if twin is not None and twin_inputs is not None else None
+    return bool(np.array_equal(policy.decide(batch, inputs=None if x is None else x[f:]), decisions[f:]))
 
 
 def replayed(result, log: bool, call_sites: bool, hit: bool = True):

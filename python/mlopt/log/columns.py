@@ -69,10 +69,13 @@ class _Columns:
         return len(self._observation_id)
 
     def _index_of(self, name: str) -> int | None:
-        for i, spec in enumerate(self.features):
-            if spec.name == name:
-                return i
-        return None
+        """The column of the first feature named ``name`` (a dict made once per header)."""
+        features = self.features
+        made = getattr(self, "_names", None)
+        if made is None or made[0] is not features:
+            made = (features, {s.name: i for i, s in reversed(list(enumerate(features)))})
+            self._names = made
+        return made[1].get(name)
 
     def __getitem__(self, key: str | int) -> np.ndarray:
         """A feature column by name or index; the score column by its name."""

@@ -17,7 +17,6 @@ import numpy as np
 
 from .._native import core
 from .batching import feature_columns
-from .mlp import sure_decisions
 
 
 class LoadedPolicy:
@@ -60,17 +59,19 @@ class LoadedPolicy:
             at += spec.byte_size
         return out
 
-    def decide(self, batch) -> np.ndarray:
+    def decide(self, batch, inputs: np.ndarray | None = None) -> np.ndarray:
         """The model's decisions. With a numpy ``twin`` (the same policy's
         :class:`MLPPolicy` weights), rows whose top logit leads by more than
         any float32 evaluation order can move it are decided by the twin
-        (:meth:`MLPPolicy.logits_with_slack`) and only the others by the
-        model: the same decisions, several times faster."""
+        (:meth:`MLPPolicy.sure_of_inputs`) and only the others by the
+        model: the same decisions, several times faster. ``inputs``: the
+        twin's normalized inputs for ``batch`` when the caller has them
+        (``twin.normalized(batch)``, e.g. kept per trajectory)."""
         if self.twin is None:
             return self.evaluate(batch)[self.problem.decision.name]
-        logits, slack = self.twin.logits_with_slack(batch)
-        n = len(logits)
-        decisions, unsure = sure_decisions(logits, slack)  # NaN leads are unsure too
+        x = self.twin.normalized(batch) if inputs is None else inputs
+        decisions, unsure = self.twin.sure_of_inputs(x)  # NaN leads are unsure too
+        n = len(decisions)
         if unsure.any():
             picked = np.flatnonzero(unsure)
             cols = feature_columns(batch, self.problem.features)

@@ -47,7 +47,7 @@ class Vocab:
         for name in self.features:
             if name not in zscore:
                 continue
-            mean, std = (np.asarray(list(a), dtype=np.float64).reshape(-1) for a in zscore[name])
+            mean, std = (_float64(a).reshape(-1) for a in zscore[name])
             if mean.shape != std.shape or not np.all(np.isfinite(mean)) or not np.all(np.isfinite(std)) \
                     or np.any(std <= 0):
                 raise VocabError(f"z-score of {name!r} needs finite means and positive standard deviations, "
@@ -57,12 +57,14 @@ class Vocab:
         for name in self.features:
             if name in self.zscore:
                 continue
-            b = np.asarray(list(boundaries[name]), dtype=np.float64)
+            b = _float64(boundaries[name])
             if b.ndim != 1 or not np.all(np.isfinite(b)):
                 raise VocabError(f"vocab boundaries of {name!r} must be finite numbers")
             if np.any(np.diff(b) < 0):
                 raise VocabError(f"vocab boundaries of {name!r} are not sorted ascending")
             self.boundaries[name] = b
+        self._fingerprint: bytes | None = None  # fingerprint(), made once
+        self._as_float32: tuple[np.ndarray, dict[str, np.ndarray]] | None = None  # _float32(), made once
 
     # -- construction ------------------------------------------------------------
     @classmethod
@@ -168,9 +170,21 @@ class Vocab:
                 inv[i] = np.float32(1.0) / np.float32(len(self.boundaries[f]))
         return inv
 
+    def _float32(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(inverse_counts(), float32 boundaries per bucketed feature), as normalize() compares in float32."""
+        if self._as_float32 is None:
+            self._as_float32 = (self.inverse_counts(),
+                                {f: b.astype(np.float32) for f, b in self.boundaries.items()})
+        return self._as_float32
+
     def fingerprint(self) -> bytes:
         """A digest of everything normalization depends on: the features in
         order, their boundaries and z-scores (equal vocabs, equal digests)."""
+        if self._fingerprint is None:
+            self._fingerprint = self._digest()
+        return self._fingerprint
+
+    def _digest(self) -> bytes:
         import hashlib
 
         h = hashlib.blake2b(digest_size=16)
@@ -182,7 +196,11 @@ class Vocab:
         return h.digest()
 
     def subset(self, features: Iterable[str]) -> Vocab:
-        """The boundaries of `features` only, in that order (VocabError if one is missing)."""
+        """The boundaries of `features` only, in that order (VocabError if one is missing); this vocab
+        itself when `features` are its own, in its order (a Vocab is not changed after it is made)."""
+        features = tuple(features)
+        if features == self.features:
+            return self
         return Vocab(self.boundaries, features, self.zscore)
 
     def zscore_constants(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +219,7 @@ class Vocab:
         w = sum(widths)
         if xf.ndim != 2 or xf.shape[1] != w:
             raise VocabError(f"expected features [n, {w}], got {list(xf.shape)}")
-        inv = self.inverse_counts()
+        inv, bounds = self._float32()
         out = np.empty((xf.shape[0], 2 * w), dtype=np.float32)
         at = 0
         for i, (f, k) in enumerate(zip(self.features, widths)):
@@ -212,12 +230,17 @@ class Vocab:
                 out[:, at : at + k] = (xf[:, at : at + k] - mean) * inv_std
                 at += k
                 continue
-            b = self.boundaries[f].astype(np.float32)
-            index = np.searchsorted(b, xf[:, at : at + k], side="right").astype(np.float32)
+            index = np.searchsorted(bounds[f], xf[:, at : at + k], side="right").astype(np.float32)
             out[:, at : at + k] = index * inv[i]
             at += k
         np.multiply(out[:, :w], out[:, :w], out=out[:, w:])
         return out
+
+
+def _float64(values) -> np.ndarray:
+    """``values`` (an array or any iterable of numbers) as a new float64 array; an array is copied
+    whole, not walked element by element."""
+    return np.array(values if isinstance(values, np.ndarray) else list(values), dtype=np.float64)
 
 
 def _rows(column: np.ndarray) -> np.ndarray:

@@ -78,14 +78,15 @@ def load_policy(path, problem: str | Problem | None = None, **kwargs) -> LoadedP
     return LoadedPolicy(path, get(problem), **kwargs)
 
 
-def load_weights(path, problem: str | Problem | None = None):
+def load_weights(path, problem: str | Problem | None = None, *, known_vocabs: dict | None = None):
     """A policy's weights saved by ``save`` (.npz), as the network class of
-    the problem they were saved for (``problem``, when given, must be it)."""
+    the problem they were saved for (``problem``, when given, must be it);
+    ``known_vocabs``: see :meth:`mlopt.policy.MLPPolicy.load`."""
     from ..policy.mlp import saved_problem
 
     wanted = get(problem if problem is not None else saved_problem(path))
     package = importlib.import_module(_package_of(wanted.name))
-    return package.POLICY.load(path, problem=wanted)
+    return package.POLICY.load(path, problem=wanted, known_vocabs=known_vocabs)
 
 
 def _package_of(name: str) -> str:

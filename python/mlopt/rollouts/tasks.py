@@ -21,6 +21,7 @@ IR2VEC_VOCAB_ENV = "MLOPT_IR2VEC_VOCAB"
 REWARD_TRACE_ENV = "MLOPT_REWARD_TRACE"
 
 _POLICIES: dict[tuple, object] = {}
+_VOCABS: dict = {}  # vocabs of the numpy twins this worker loaded (MLPPolicy.load's known_vocabs)
 _CACHES: dict[tuple, object] = {}  # this worker's TextSizeCache per (LLVM major, per function)
 _MODULES: dict[tuple, object] = {}  # modules this worker has loaded (checked by LLVM once)
 _TRACES: dict[tuple, object] = {}  # traces this worker has loaded
@@ -104,7 +105,7 @@ def _policy(path: str | None, vocab: str, problem: str = "inlining", weights: st
         policy = (load_policy(path, ir2vec_vocab=vocab) if get(problem).objective == "text_size"
                   else load_policy(path, problem))
         if weights is not None:
-            twin = load_weights(weights, policy.problem)
+            twin = load_weights(weights, policy.problem, known_vocabs=_VOCABS)  # written by mlopt's trainer
             if type(twin).logits is MLPPolicy.logits:  # a plain MLP (not a per-candidate network)
                 policy.twin = twin
         _POLICIES[key] = policy
