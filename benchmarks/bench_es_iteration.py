@@ -19,6 +19,9 @@ fresh worker pool, so with cold worker caches alike). ``--without``:
     python3 benchmarks/bench_es_iteration.py splits149/train prior20-s0.npz --iterations 6 [--without inliner-prefix] \
         [--validation splits149/validation --validate-every 2] [--sigma 0.0751 --lr 0.030]
 
+``--side current`` runs only the side with everything on (bench_against_commit.py compares two
+checkouts that way).
+
 Both sides must train alike: the script fails if any iteration's training
 delta, update or validation differs. Prints seconds per iteration and
 the ratio; writes ``--json`` if given."""
@@ -105,7 +108,15 @@ def main() -> None:
                     default="template-and-twins",
                     help="the saving the baseline side goes without (default: %(default)s)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--side", choices=("both", "current"), default="both",
+                    help="current: only the side with everything on, its iterations written to --json (what "
+                         "bench_against_commit.py runs once per checkout)")
     args = ap.parse_args()
+    if args.side == "current":
+        after = run(args.corpus, args.prior, args, current=True)
+        if args.json:
+            args.json.write_text(json.dumps({"current": after}, indent=1) + "\n")
+        return
     before = run(args.corpus, args.prior, args, current=False)
     after = run(args.corpus, args.prior, args, current=True)
     for a, b in zip(before, after):

@@ -244,3 +244,43 @@ def test_rollouts_start_from_the_trace_cache(mini_corpus, tmp_path, monkeypatch)
     assert len(engine_digest(major)) == 64
     monkeypatch.setattr("mlopt.rollouts.trace_cache.engine_digest", lambda llvm: "another build")
     assert module_key(entries[0], major) != key  # a rebuilt engine does not take an older one's compiles
+
+
+def test_heuristic_answers_are_what_the_rollouts_answer(mini_corpus, tmp_path, monkeypatch):
+    """HeuristicAnswers (the costs CompilerEnvironment knows without a rollout): a candidate that decides
+    as the heuristic on every row of a module's traced compile gets that compile's size, the size a
+    real compile of it gives; one deciding otherwise somewhere, a policy that is not a plain MLP and a
+    module the trace cache does not hold get None. ES's environment with and without it returns the
+    same costs."""
+    from mlopt.problems.inlining_default.prior import with_default_prior
+    from mlopt.rollouts.heuristic_answers import HeuristicAnswers
+    from mlopt.rollouts.tasks import run_rollout
+    from mlopt.training.environment import CompilerEnvironment
+
+    monkeypatch.setenv("MLOPT_CACHE", str(tmp_path / "cache"))
+    entries = corpus_entries(mini_corpus)
+    logs = [mlopt.compile(m).log for m in mlopt.load_corpus(mini_corpus)]
+    vocab = mlopt.Vocab.from_logs(logs, num_buckets=50, features=inlining.FEATURES)
+    net = mlopt.InlinePolicy.random(vocab, hidden=(16,), seed=3)
+    # the heuristic's vote (margin 20) over the network scaled: from deciding as the heuristic everywhere
+    # (x0.001) to deciding as the network on many call sites (x30)
+    policies = [with_default_prior(mlopt.InlinePolicy(vocab, [(w * s, b * s) for w, b in net.layers]), 20.0)
+                for s in (0.001, 3.0, 10.0, 30.0)]
+    items = [(c, e) for c in range(len(policies)) for e in entries]
+    assert HeuristicAnswers().costs(policies, items) == [None] * len(items)  # nothing traced yet
+    trace_corpus(mini_corpus, quiet=True)
+    answers = HeuristicAnswers()
+    got = answers.costs(policies, items)
+    for c, policy in enumerate(policies):
+        path = policy.export(tmp_path / f"p{c}")
+        for (i, e), v in zip(items, got):
+            if i == c and v is not None:
+                assert v == run_rollout(RolloutTask(e, str(path), cache=False)).text_size, (c, e.name)
+    per_policy = [sum(v is not None for (i, _), v in zip(items, got) if i == c) for c in range(len(policies))]
+    assert per_policy[0] == len(entries) and per_policy[-1] < len(entries) and answers.answered == sum(per_policy)
+    loaded = mlopt.load_policy(policies[0].export(tmp_path / "loaded"))
+    assert answers.costs([loaded], [(0, e) for e in entries]) == [None] * len(entries)  # not numpy weights
+    with make_pool(2) as pool:
+        env_costs = [CompilerEnvironment(policies[0].problem, pool, start_from_trace=start).costs(
+            policies, items, tmp_path / f"work{start}") for start in (False, True)]
+    assert env_costs[0] == env_costs[1] and None not in env_costs[0]

@@ -3,10 +3,11 @@ heuristic or a policy -- traces (the heuristic's logs and sizes as one
 dataset) and the per-module results evaluation and training build on."""
 
 from .dataset import TraceDataset
+from .heuristic_answers import HeuristicAnswers
 from .runner import failures_of, run_rollouts
 from .tasks import Rollout, RolloutTask, run_rollout
 from .trace import trace_corpus
 from .trace_cache import module_key
 
-__all__ = ["Rollout", "RolloutTask", "TraceDataset", "failures_of",
+__all__ = ["HeuristicAnswers", "Rollout", "RolloutTask", "TraceDataset", "failures_of",
            "module_key", "run_rollout", "run_rollouts", "trace_corpus"]

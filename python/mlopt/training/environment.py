@@ -79,6 +79,13 @@ class CompilerEnvironment:
         self.twins = twins  # write each MLP's numpy weights beside it for replay (RolloutTask.weights)
         # workers start a module's replay from mlopt trace's cached heuristic compile (RolloutTask.start_from_trace)
         self.start_from_trace = start_from_trace
+        # with it: costs() answers in this process the items a worker would replay from the trace (a candidate
+        # deciding as the heuristic throughout), without writing, sending or loading the candidate
+        self.answers = None
+        if start_from_trace:
+            from ..rollouts import HeuristicAnswers
+
+            self.answers = HeuristicAnswers()
         self._calls = 0
         self.failures: list[tuple[str, str]] = []  # (module, reason) of the last call's failed rollouts
         # Of the last costs() call's rollouts, how many the workers' caches answered (trajectory replay
@@ -102,7 +109,7 @@ class CompilerEnvironment:
     def _run(self, tasks: list) -> list:
         from ..rollouts import failures_of, run_rollouts
 
-        results = run_rollouts(tasks, pool=self.pool, quiet=True)
+        results = run_rollouts(tasks, pool=self.pool, quiet=True) if tasks else []
         self.failures = failures_of(tasks, results)
         self.cache_hits = sum(bool(r.ok and r.value.cache_hit) for r in results)
         return results
@@ -112,10 +119,17 @@ class CompilerEnvironment:
 
         work.mkdir(parents=True, exist_ok=True)
         stem = self._name("c")
-        written = [self._write(policy, work / f"{stem}-{i}.tflite") for i, policy in enumerate(policies)]
-        tasks = [RolloutTask(e, written[i][0], problem=self.problem.name, weights=written[i][1],
-                             start_from_trace=self.start_from_trace) for i, e in items]
-        return [r.value.cost if r.ok else None for r in self._run(tasks)]
+        out = self.answers.costs(policies, items) if self.answers is not None else [None] * len(items)
+        rest = [k for k, v in enumerate(out) if v is None]
+        needed = sorted({items[k][0] for k in rest})
+        written = {i: self._write(policies[i], work / f"{stem}-{i}.tflite") for i in needed}
+        tasks = [RolloutTask(items[k][1], written[items[k][0]][0], problem=self.problem.name,
+                             weights=written[items[k][0]][1], start_from_trace=self.start_from_trace) for k in rest]
+        results = self._run(tasks)
+        self.cache_hits += len(items) - len(rest)  # answered here: no compile, as a replay
+        for k, r in zip(rest, results):
+            out[k] = r.value.cost if r.ok else None
+        return out
 
     def own_compiles(self, policy, entries, work: Path) -> list[OwnCompile | None]:
         from ..rollouts import RolloutTask, TraceDataset
