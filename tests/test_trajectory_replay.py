@@ -222,7 +222,8 @@ def test_a_log_that_is_not_the_heuristics_is_refused(modules):
 def test_a_twins_inputs_are_made_once_per_trajectory_and_go_with_it():
     """Bookkeeping only (no compiler): the normalized rows a numpy twin checks are made once per kept
     trajectory and vocab, handed to every later check of it (sliced past forced decisions), counted
-    in the store's bytes, and dropped with the trajectory."""
+    in a budget of their own (what trajectories are kept does not change), and dropped with the
+    trajectory."""
     from dataclasses import dataclass
 
     from mlopt.compiler.replay import TrajectoryReplay
@@ -270,6 +271,6 @@ def test_a_twins_inputs_are_made_once_per_trajectory_and_go_with_it():
         assert store.lookup("m", Policy(), forced, False) is kept
     assert Twin.made == 1  # made once, for the first check
     assert [s.ravel().tolist() for s in Policy.seen] == [[0, 2, 4], [0, 2, 4], [2, 4]]
-    assert store._bytes == base + 3 * 4
+    assert store._bytes == base and store._input_bytes == 3 * 4  # a budget of their own: trajectories kept as before
     store.add("m", Result(np.array([1], np.int64), Log(f=np.array([3.0]))))  # replaces it (per_module 1)
-    assert store._inputs == {} and store._bytes == 256  # the new one's own bytes only (its log has none)
+    assert not store._inputs and store._input_bytes == 0 and store._bytes == 256  # gone with their trajectory

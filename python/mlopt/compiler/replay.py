@@ -51,8 +51,11 @@ class TrajectoryReplay:
         self._store: OrderedDict[tuple, list] = OrderedDict()
         self._bytes = 0
         # id(kept result) -> (the result, the twin vocab's fingerprint and widths, its normalized log rows): the
-        # inputs a policy's numpy twin checks (LoadedPolicy.decide), made once per trajectory and vocab
-        self._inputs: dict[int, tuple[object, tuple, np.ndarray]] = {}
+        # inputs a policy's numpy twin checks (LoadedPolicy.decide), made once per trajectory and vocab; a budget
+        # of their own (max_bytes / 2, least recently made dropped first), so what trajectories are kept is
+        # as without them
+        self._inputs: OrderedDict[int, tuple[object, tuple, np.ndarray]] = OrderedDict()
+        self._input_bytes = 0
 
     def __len__(self) -> int:
         with self._lock:
@@ -79,7 +82,7 @@ class TrajectoryReplay:
                 continue
             with self._lock:
                 self.checks += 1
-            if _reproduces(result, policy, forced, self._twin_inputs):
+            if _reproduces(result, policy, forced, lambda r, twin, key=key: self._twin_inputs(key, r, twin)):
                 with self._lock:
                     self.replays += 1
                     if key in self._store:
@@ -89,9 +92,9 @@ class TrajectoryReplay:
                 return result
         return None
 
-    def _twin_inputs(self, result, twin) -> np.ndarray | None:
-        """``twin.normalized`` of the kept ``result``'s whole log, made once per (trajectory, vocab); None
-        when the log lacks a feature the twin takes."""
+    def _twin_inputs(self, key: tuple, result, twin) -> np.ndarray | None:
+        """``twin.normalized`` of ``result``'s whole log (a trajectory kept under ``key``), made once per
+        (trajectory, vocab); None when the log lacks a feature the twin takes."""
         tag = (twin.vocab.fingerprint(), tuple(twin.widths), tuple(s.name for s in twin.problem.features))
         with self._lock:
             held = self._inputs.get(id(result))
@@ -102,20 +105,24 @@ class TrajectoryReplay:
         except KeyError:
             return None
         with self._lock:
-            if any(r is result for kept in self._store.values() for r in kept):  # still kept: account for it
-                old = self._inputs.pop(id(result), None)
-                self._bytes += x.nbytes - (old[2].nbytes if old is not None and old[0] is result else 0)
+            if any(r is result for r in self._store.get(key, ())):  # still kept
+                self._drop_inputs(result)
                 self._inputs[id(result)] = (result, tag, x)
+                self._input_bytes += x.nbytes
+                while self._input_bytes > self.max_bytes // 2 and self._inputs:
+                    self._drop_inputs(next(iter(self._inputs.values()))[0])
         return x
 
-    def _forget(self, result) -> int:
-        """Drops what is kept for ``result`` beside it; the bytes that frees (its own included)."""
+    def _drop_inputs(self, result) -> None:
         held = self._inputs.get(id(result))
-        freed = _nbytes(result)
         if held is not None and held[0] is result:
             del self._inputs[id(result)]
-            freed += held[2].nbytes
-        return freed
+            self._input_bytes -= held[2].nbytes
+
+    def _forget(self, result) -> int:
+        """Drops ``result`` and its normalized rows; the bytes of the trajectory budget that frees."""
+        self._drop_inputs(result)
+        return _nbytes(result)
 
     def add(self, key: tuple, result) -> None:
         """Keeps a real compile's result (with its parsed log, if it asked
@@ -161,7 +168,8 @@ def _reproduces(result, policy, forced: str, twin_inputs=None) -> bool:
         return False
     twin = getattr(policy, "twin", None)
     x = twin_inputs(result, twin) if twin is not None and twin_inputs is not None else None
-    return bool(np.array_equal(policy.decide(batch, inputs=None if x is None else x[f:]), decisions[f:]))
+    decided = policy.decide(batch) if x is None else policy.decide(batch, inputs=x[f:])
+    return bool(np.array_equal(decided, decisions[f:]))
 
 
 def replayed(result, log: bool, call_sites: bool, hit: bool = True):
