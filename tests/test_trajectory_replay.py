@@ -239,6 +239,9 @@ def test_a_twins_inputs_are_made_once_per_trajectory_and_go_with_it():
         vocab, widths, problem = Vocab(), (1,), spec
         made = 0
 
+        def normalization_key(self):
+            return (self.vocab.fingerprint(), self.widths, ("f",))
+
         def normalized(self, batch):
             Twin.made += 1
             return np.asarray(batch["f"], np.float32).reshape(-1, 1) * 2

@@ -95,7 +95,7 @@ class TrajectoryReplay:
     def _twin_inputs(self, key: tuple, result, twin) -> np.ndarray | None:
         """``twin.normalized`` of ``result``'s whole log (a trajectory kept under ``key``), made once per
         (trajectory, vocab); None when the log lacks a feature the twin takes."""
-        tag = (twin.vocab.fingerprint(), tuple(twin.widths), tuple(s.name for s in twin.problem.features))
+        tag = twin.normalization_key()
         with self._lock:
             held = self._inputs.get(id(result))
         if held is not None and held[0] is result and held[1] == tag:

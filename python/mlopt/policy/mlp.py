@@ -214,9 +214,15 @@ class MLPPolicy:
         return self._logits_with_slack_of_inputs(self.normalized(batch))
 
     def _logits_with_slack_of_inputs(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        fast = self._forward(x, self.layers, _blas_dense)
-        scale = self._forward(np.abs(x), [(np.abs(w), np.abs(b)) for w, b in self.layers], _blas_dense)
-        return fast, SLACK * scale
+        return self._forward(x, self.layers, _blas_dense), SLACK * self._magnitudes(x)
+
+    def _magnitudes(self, x: np.ndarray) -> np.ndarray:
+        """The forward pass of |x| through |W| and |b|: a bound on every partial sum, per row and logit."""
+        return self._forward(np.abs(x), [(np.abs(w), np.abs(b)) for w, b in self.layers], _blas_dense)
+
+    def normalization_key(self) -> tuple:
+        """What :meth:`normalized` depends on: the vocab's fingerprint, the widths and the features."""
+        return (self.vocab.fingerprint(), tuple(self.widths), tuple(s.name for s in self.problem.features))
 
     def sure_of_inputs(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:func:`sure_decisions` of :meth:`logits_with_slack` over already normalized inputs [n, inputs],
@@ -237,8 +243,7 @@ class MLPPolicy:
         unsure = np.zeros(n, bool)
         rows = np.flatnonzero(loose)
         if len(rows):
-            scale = self._forward(np.abs(x[rows]), [(np.abs(w), np.abs(b)) for w, b in self.layers], _blas_dense)
-            lead[rows], unsure[rows] = sure_decisions(fast[rows], SLACK * scale)
+            lead[rows], unsure[rows] = sure_decisions(fast[rows], SLACK * self._magnitudes(x[rows]))
         return lead, unsure
 
     def decide_inputs(self, x: np.ndarray) -> np.ndarray:

@@ -87,7 +87,7 @@ class HeuristicAnswers:
         stacked: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for c, names in asked.items():
             policy = policies[c]
-            tag = (*self._tag(policy), tuple(names))
+            tag = (*policy.normalization_key(), tuple(names))
             if tag not in stacked:
                 parts = [self._inputs(self._trajectories[self._key(entries[n])], policy) for n in names]
                 if any(p is None for p in parts):
@@ -145,18 +145,15 @@ class HeuristicAnswers:
             return None
         t = _Trajectory(entry, int(size), decisions, frozenset(parsed.feature_names if parsed else ()))
         if len(decisions) and all(s.name in t.features for s in policy.problem.features):
-            t.inputs[self._tag(policy)] = policy.normalized({s.name: parsed[s.name] for s in policy.problem.features})
+            t.inputs[policy.normalization_key()] = policy.normalized(
+                {s.name: parsed[s.name] for s in policy.problem.features})
         return t
 
-    @staticmethod
-    def _tag(policy) -> tuple:
-        """What a policy's normalization of a log depends on."""
-        return (policy.vocab.fingerprint(), tuple(policy.widths), tuple(s.name for s in policy.problem.features))
 
     def _inputs(self, t: _Trajectory, policy) -> np.ndarray | None:
         """The trajectory's rows normalized as ``policy`` normalizes them, made once per vocab (None: the
         cache no longer holds the module)."""
-        tag = self._tag(policy)
+        tag = policy.normalization_key()
         if tag not in t.inputs:
             from ..compiler.compile import _parsed_log
             from .trace_cache import recorded_compile
