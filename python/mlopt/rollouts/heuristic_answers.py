@@ -108,13 +108,11 @@ class HeuristicAnswers:
         self.answered += sum(v is not None for v in out)
         return out
 
-    def _key(self, entry: CorpusEntry) -> tuple:
-        st = entry.bitcode_path.stat()
-        cmd = entry.bitcode_path.with_suffix(".cmd")
-        cmd_stamp = None if entry.command is not None or not cmd.exists() else (cmd.stat().st_mtime_ns,
-                                                                                 cmd.stat().st_size)
-        return (str(entry.bitcode_path), st.st_mtime_ns, st.st_size, entry.command and tuple(entry.command),
-                cmd_stamp)
+    @staticmethod
+    def _key(entry: CorpusEntry) -> tuple:
+        from .tasks import entry_stamp
+
+        return entry_stamp(entry)
 
     def _trajectory(self, entry: CorpusEntry, policy) -> _Trajectory | None:
         """The module's heuristic compile from the trace cache (None: not cached, or its log lacks a

@@ -145,14 +145,21 @@ def _cache(llvm: int, kind: bool | str):
     return _CACHES[llvm, kind]
 
 
-def _module(entry: CorpusEntry, llvm: int | None):
+def entry_stamp(entry: CorpusEntry) -> tuple:
+    """What a module's compile reads from disk, as it is now: its bitcode and command file (path, time,
+    size) and its command override; a key for what a process keeps per module."""
     st = entry.bitcode_path.stat()
     cmd = entry.bitcode_path.with_suffix(".cmd")
     cmd_stamp = None if entry.command is not None or not cmd.exists() else (cmd.stat().st_mtime_ns, cmd.stat().st_size)
+    command = None if entry.command is None else tuple(entry.command)
+    return (str(entry.bitcode_path), st.st_mtime_ns, st.st_size, command, cmd_stamp)
+
+
+def _module(entry: CorpusEntry, llvm: int | None):
     from .._native import resolve_llvm
 
     llvm = resolve_llvm(llvm)  # None: the worker's environment (MLOPT_LLVM, else the tools on PATH)
-    key = (str(entry.bitcode_path), st.st_mtime_ns, st.st_size, entry.command, cmd_stamp, llvm)
+    key = (*entry_stamp(entry), llvm)
     if key not in _MODULES:
         if len(_MODULES) >= 4096:
             _MODULES.clear()
@@ -192,8 +199,7 @@ def _start_from_trace(cache, entry: CorpusEntry, module, vocab: str) -> None:
     once: unless replay already holds a compile of it, or the cache had none (remembered)."""
     if cache.replay is None or cache.knows(module, ir2vec_vocab=vocab):
         return
-    st = entry.bitcode_path.stat()
-    seen = (str(entry.bitcode_path), st.st_mtime_ns, st.st_size, entry.command, module.llvm, vocab)
+    seen = (*entry_stamp(entry), module.llvm, vocab)
     if seen in _UNTRACED:
         return
     recorded = recorded_compile(module_key(entry, module.llvm, vocab))
