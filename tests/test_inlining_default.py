@@ -208,3 +208,26 @@ def test_cli_default_prior(modules_and_vocab, tmp_path, capsys):
     assert main(["policy", "default-prior", str(tmp_path / "prior.npz"), "-o", str(tmp_path / "p2.npz")]) == 2
     assert "needs an 'inlining' policy, not 'inlining-default'" in capsys.readouterr().err
     assert main(["policy", "default-prior", str(tmp_path / "missing"), "-o", str(tmp_path / "p3.npz")]) == 2
+
+
+def test_cli_export_of_es_weights(modules_and_vocab, tmp_path, capsys):
+    """mlopt policy export --weights takes what ES writes (best/policy.npz:
+    an inlining-default policy) and writes the model the API writes, byte
+    for byte; an eviction policy's weights are exit 2 naming the file."""
+    from mlopt.cli import main
+    from mlopt.problems.inlining import InlinePolicy
+    from mlopt.problems.inlining_default.prior import with_default_prior
+    from mlopt.problems.regalloc import EvictionPolicy, generic_vocab
+
+    _, vocab = modules_and_vocab
+    prior = with_default_prior(InlinePolicy.random(vocab, hidden=(8,), seed=2), 6.0)
+    prior.save(tmp_path / "best.npz")
+    assert main(["policy", "export", "--weights", str(tmp_path / "best.npz"), "-o", str(tmp_path / "cli")]) == 0
+    prior.export(tmp_path / "api")
+    for name in ("model.tflite", "output_spec.json"):
+        assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "api" / name).read_bytes()
+    EvictionPolicy.random(generic_vocab(), seed=1).save(tmp_path / "evict.npz")
+    capsys.readouterr()
+    assert main(["policy", "export", "--weights", str(tmp_path / "evict.npz"), "-o", str(tmp_path / "e")]) == 2
+    err = capsys.readouterr().err
+    assert "evict.npz holds a regalloc policy, not an inlining one" in err and not (tmp_path / "e").exists()

@@ -19,7 +19,12 @@ def cmd_policy_export(args) -> int:
     if args.constant is not None:
         policy = InlinePolicy.constant(args.constant, Vocab.load(args.vocab) if args.vocab else None)
     elif args.weights:
-        policy = InlinePolicy.load(args.weights)
+        from ..problems import load_weights
+
+        policy = load_weights(args.weights)  # inlining, or inlining with the heuristic's vote (ES's start)
+        if not policy.problem.name.startswith("inlining"):
+            raise UsageError(f"{args.weights} holds a {policy.problem.name} policy, not an inlining one "
+                             "(--problem regalloc exports eviction policies)")
     else:
         if not args.vocab:
             raise UsageError("--random needs --vocab DIR")
@@ -127,12 +132,15 @@ def register(sub) -> None:
                          ["mlopt policy export --vocab vocab/ --random --seed 1 -o model/",
                           "mlopt policy export --constant 0 -o never/",
                           "mlopt policy export --weights policy.npz -o model/",
+                          "mlopt policy export --weights run/best/policy.npz -o model/   # ES's best, vote included",
                           "mlopt policy export --problem regalloc --random --seed 3 -o evict3/   # no data needed"])
     export.add_argument("--problem", choices=("inlining", "regalloc"), default="inlining",
                         help="inlining (default) or regalloc (eviction policy; --random without --vocab uses "
                              "generic boundaries)")
     which = export.add_mutually_exclusive_group(required=True)
-    which.add_argument("--weights", metavar="NPZ", help="weights saved by InlinePolicy.save / EvictionPolicy.save")
+    which.add_argument("--weights", metavar="NPZ",
+                       help="weights saved by a policy's save (inlining, inlining with the heuristic's vote as ES "
+                            "trains it, or regalloc with --problem regalloc)")
     which.add_argument("--random", action="store_true",
                        help="random weights (inlining needs --vocab; regalloc takes it optionally)")
     which.add_argument("--constant", type=int, choices=(0, 1), help="always answer 0 or 1")
