@@ -50,6 +50,12 @@ def split_row(directory: Path, top: int) -> dict:
     }
 
 
+def usage_error(message: str) -> SystemExit:
+    """Exit 2 with a one-line error, as a usage error."""
+    print(f"split_gap.py: error: {message}", file=sys.stderr)
+    return SystemExit(2)
+
+
 def parse_runs(argv: list[str]) -> list[tuple[str, dict[str, Path]]]:
     """``--seed S split=DIR ...`` groups, in order."""
     runs: list[tuple[str, dict[str, Path]]] = []
@@ -58,17 +64,17 @@ def parse_runs(argv: list[str]) -> list[tuple[str, dict[str, Path]]]:
         if arg == "--seed":
             seed = next(it, None)
             if seed is None:
-                raise SystemExit("split_gap.py: error: --seed needs a value")
+                raise usage_error("--seed needs a value")
             runs.append((seed, {}))
         elif "=" in arg and runs:
             split, _, directory = arg.partition("=")
             if not (Path(directory) / "summary.json").is_file():
-                raise SystemExit(f"split_gap.py: error: {directory}: no summary.json (an `mlopt eval` output?)")
+                raise usage_error(f"{directory}: no summary.json (an `mlopt eval` output?)")
             runs[-1][1][split] = Path(directory)
         else:
-            raise SystemExit(f"split_gap.py: error: expected --seed S then split=DIR, got {arg!r}")
+            raise usage_error(f"expected --seed S then split=DIR, got {arg!r}")
     if not runs or not all(dirs for _, dirs in runs):
-        raise SystemExit("split_gap.py: error: give at least one --seed S split=DIR")
+        raise usage_error("give at least one --seed S split=DIR")
     return runs
 
 
@@ -80,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     table = [(seed, split, split_row(d, args.top)) for seed, dirs in runs for split, d in dirs.items()]
     majors = {r["llvm"] for _, _, r in table}
     if len(majors) != 1:
-        raise SystemExit(f"split_gap.py: error: evaluations of different LLVM majors: {sorted(majors)}")
+        raise usage_error(f"evaluations of different LLVM majors: {sorted(majors)}")
     print(f"LLVM {majors.pop()}; total .text vs -Oz, negative = smaller; saved/cost: bytes of the modules that got "
           "smaller/larger, as a share of the split's -Oz bytes\n")
     print("| seed | split | modules | total | saved | cost | smaller / larger | inlined (fewer / more) "
