@@ -23,6 +23,8 @@ import json
 import sys
 from pathlib import Path
 
+from seeds_table import _spread
+
 
 def split_row(directory: Path, top: int) -> dict:
     """The figures of one ``mlopt eval`` output directory."""
@@ -97,16 +99,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {seed} | {split} | {r['modules']} | {r['total']:+.3f}% | {r['saved']:+.3f}% | {r['cost']:+.3f}% "
               f"| {r['smaller']} / {r['larger']} | {r['inlined']:.3f}x ({r['inline_less']} / {r['inline_more']}) "
               f"| {r['delta_fewer']:+.3f}% | {top} |")
-    splits = sorted({s for _, s, _ in table}, key=[s for _, s, _ in table].index)
     if len(runs) > 1:
         print("\n| split | seeds | mean total (± half range) | mean saved | mean cost |")
         print("|---|---|---|---|---|")
-        for split in splits:
+        for split in dict.fromkeys(s for _, s, _ in table):  # in the order given
             rows = [r for _, s, r in table if s == split]
-            totals = [r["total"] for r in rows]
             saved, cost = (sum(r[k] for r in rows) / len(rows) for k in ("saved", "cost"))
-            print(f"| {split} | {len(rows)} | {sum(totals) / len(rows):+.3f}% (±{(max(totals) - min(totals)) / 2:.3f}) "
-                  f"| {saved:+.3f}% | {cost:+.3f}% |")
+            print(f"| {split} | {len(rows)} | {_spread([r['total'] for r in rows])} | {saved:+.3f}% | {cost:+.3f}% |")
     return 0
 
 

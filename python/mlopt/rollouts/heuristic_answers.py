@@ -30,6 +30,7 @@ import numpy as np
 
 from ..corpus import CorpusEntry
 from ..policy import MLPPolicy
+from .tasks import entry_stamp
 
 
 @dataclass
@@ -89,11 +90,11 @@ class HeuristicAnswers:
             policy = policies[c]
             tag = (*policy.normalization_key(), tuple(names))
             if tag not in stacked:
-                parts = [self._inputs(self._trajectories[self._key(entries[n])], policy) for n in names]
+                parts = [self._inputs(self._trajectories[entry_stamp(entries[n])], policy) for n in names]
                 if any(p is None for p in parts):
                     continue
                 bounds = np.cumsum([0] + [len(p) for p in parts])
-                decisions = np.concatenate([self._trajectories[self._key(entries[n])].decisions for n in names])
+                decisions = np.concatenate([self._trajectories[entry_stamp(entries[n])].decisions for n in names])
                 stacked[tag] = (np.concatenate(parts), bounds, decisions)
             x, bounds, decisions = stacked[tag]
             lead, unsure = policy.sure_of_inputs(x)
@@ -101,23 +102,17 @@ class HeuristicAnswers:
             agree = np.logical_and.reduceat(same, bounds[:-1]) if len(same) else np.zeros(0, bool)
             for name, ok in zip(names, agree):
                 if ok:
-                    size = float(self._trajectories[self._key(entries[name])].size)
+                    size = float(self._trajectories[entry_stamp(entries[name])].size)
                     for k in by_module[name]:
                         if items[k][0] == c:
                             out[k] = size
         self.answered += sum(v is not None for v in out)
         return out
 
-    @staticmethod
-    def _key(entry: CorpusEntry) -> tuple:
-        from .tasks import entry_stamp
-
-        return entry_stamp(entry)
-
     def _trajectory(self, entry: CorpusEntry, policy) -> _Trajectory | None:
         """The module's heuristic compile from the trace cache (None: not cached, or its log lacks a
         feature ``policy`` takes)."""
-        key = self._key(entry)
+        key = entry_stamp(entry)
         if key in self._trajectories:
             self._trajectories.move_to_end(key)
             t = self._trajectories[key]
@@ -146,7 +141,6 @@ class HeuristicAnswers:
             t.inputs[policy.normalization_key()] = policy.normalized(
                 {s.name: parsed[s.name] for s in policy.problem.features})
         return t
-
 
     def _inputs(self, t: _Trajectory, policy) -> np.ndarray | None:
         """The trajectory's rows normalized as ``policy`` normalizes them, made once per vocab (None: the
