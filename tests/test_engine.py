@@ -253,6 +253,35 @@ def test_policy_callable_errors(modules):
     assert mlopt.compile(m).log_bytes == mlopt.compile(m).log_bytes
 
 
+def test_callable_taking_the_heuristic_decision(modules, heuristic_results):
+    """A callable with ``takes_default = True`` gets the heuristic's decision
+    as a 39th feature: answering with it is the heuristic's compile, byte
+    for byte; answering against it changes every decision. Without the
+    attribute it gets the 38 features only."""
+    widths = []
+
+    def follow(row):
+        widths.append(len(row))
+        return int(row[38])
+
+    follow.takes_default = True
+    for m, h in list(zip(modules, heuristic_results))[:4]:
+        r = mlopt.compile(m, policy=follow)
+        assert r.log_bytes == h.log_bytes and r.text_size == h.text_size, m.name
+    assert set(widths) == {39}
+
+    def against(row):
+        return 1 - int(row[38])
+
+    against.takes_default = True
+    m = next(m for m, h in zip(modules, heuristic_results) if len(h.decisions) > 20)
+    r = mlopt.compile(m, policy=against)
+    assert np.array_equal(r.decisions, 1 - r.default_decisions)
+    seen = []
+    mlopt.compile(m, policy=lambda row: seen.append(len(row)) or 0)
+    assert set(seen) == {38}
+
+
 def test_cli_compile(corpus_modules, heuristic_results, tflite_policy, tmp_path, capsys):
     from mlopt.cli import main
 

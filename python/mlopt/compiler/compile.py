@@ -219,7 +219,7 @@ def _resolve_policy(policy, vocab: str = ""):
         return None, _decision_callable(policy.decide, _takes_embeddings(policy.problem),
                                         inlining.DEFAULT_DECISION in policy.problem.feature_names)
     if callable(policy):
-        return None, _decision_callable(policy, None)
+        return None, _decision_callable(policy, None, bool(getattr(policy, "takes_default", False)))
     raise TypeError(f"policy must be None, a loaded policy, a path, an InlinePolicy or a callable, "
                     f"not {type(policy).__name__}")
 
@@ -392,7 +392,9 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     features (int64 array in ``mlopt.problems.inlining.FEATURES`` order) --
     and, with ``ir2vec_vocab``, the float32 embeddings (callee's then
     caller's) as a second array -- and returning 0 or 1: the slow path,
-    for experiments. An exception raised by the
+    for experiments. A callable whose attribute ``takes_default`` is true
+    also gets the stock heuristic's decision for the site as a 39th
+    feature (``inlining_default``). An exception raised by the
     callable stops further calls (the heuristic decides the rest) and is
     re-raised when the compile ends.
 
