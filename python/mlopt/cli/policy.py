@@ -120,6 +120,26 @@ def cmd_policy_default_prior(args) -> int:
     return 0
 
 
+def cmd_policy_linkage_rule(args) -> int:
+    from ..problems import load_weights
+    from ..problems.inlining_linkage.rule import with_linkage_rule
+
+    source = Path(args.policy)
+    weights = source / "policy.npz" if source.is_dir() else source
+    if not weights.is_file():
+        raise UsageError(f"{args.policy}: no policy weights (a policy.npz or a run directory holding one)")
+    policy = load_weights(weights)
+    try:
+        ruled = with_linkage_rule(policy, args.linkage, args.vote)
+    except ValueError as e:
+        raise UsageError(f"{weights}: {e}") from None
+    out = Path(args.output)
+    ruled.save(out, overwrite=args.force)
+    print(f"wrote {out}: {policy.problem.name} -> {ruled.problem.name}, {args.vote:g} against inlining "
+          f"{args.linkage} callees the heuristic declines")
+    return 0
+
+
 def register(sub) -> None:
     from ..problems import DEFAULT
 
@@ -176,6 +196,22 @@ def register(sub) -> None:
     prior.add_argument("-o", "--output", required=True, metavar="NPZ")
     prior.add_argument("--force", action="store_true", help="replace an existing output")
     prior.set_defaults(func=cmd_policy_default_prior)
+
+    rule = add_command(policy_sub, "linkage-rule",
+                       "an inlining-default policy that keeps declined the sites the heuristic declines whose "
+                       "callee has a given linkage (problem inlining-linkage; the plugin feeds the linkage)",
+                       ["mlopt policy linkage-rule runs/es/best/policy.npz --linkage external -o ruled.npz",
+                        "mlopt policy export --weights ruled.npz -o ruled-model/ && mlopt eval ruled-model/ "
+                        "splits/validation -o eval"])
+    rule.add_argument("policy", help="an inlining-default policy's weights (.npz) or its run directory")
+    rule.add_argument("--linkage", default="external",
+                      help="the callees' linkage class: external (default: their bodies stay whatever the sites "
+                           "do), local, linkonce, available_externally or other")
+    rule.add_argument("--vote", type=float, default=100.0,
+                      help="logits against inlining there: the policy's own margin must exceed it (100)")
+    rule.add_argument("-o", "--output", required=True, metavar="NPZ")
+    rule.add_argument("--force", action="store_true", help="replace an existing output")
+    rule.set_defaults(func=cmd_policy_linkage_rule)
 
     check = add_command(policy_sub, "check", "load a policy as the plugin would and report what it decides",
                         ["mlopt policy check model/",

@@ -216,6 +216,10 @@ def _resolve_policy(policy, vocab: str = ""):
         return policy.pool, None
     if isinstance(policy, MLPPolicy):
         _check_problem(policy, vocab)
+        if "callee_linkage" in policy.problem.feature_names:
+            raise PolicyError(f"{policy.problem.name!r} policies see the callee's linkage only when exported "
+                              "(policy.export(...), then load_policy): a numpy policy is called with the "
+                              "logged features, which do not carry it")
         return None, _decision_callable(policy.decide, _takes_embeddings(policy.problem),
                                         inlining.DEFAULT_DECISION in policy.problem.feature_names)
     if callable(policy):
@@ -240,8 +244,14 @@ def load_policy(path: PathLike, problem=None, *, ir2vec_vocab: PathLike | None =
         return load_problem_policy(path, problem if problem is not None else inlining_problem(ir2vec_vocab), **kwargs)
     except PolicyError as e:
         if problem is None and not ir2vec_vocab and f"{inlining.DEFAULT_DECISION}:0'" in str(e):
-            # a policy that takes the heuristic's decision: the inlining-default problem
-            return load_problem_policy(path, get_problem("inlining-default"), **kwargs)
+            # a policy that takes the heuristic's decision: the inlining-default problem, or with the
+            # callee's linkage too, inlining-linkage
+            try:
+                return load_problem_policy(path, get_problem("inlining-default"), **kwargs)
+            except PolicyError as e2:
+                if "callee_linkage:0'" not in str(e2):
+                    raise
+                return load_problem_policy(path, get_problem("inlining-linkage"), **kwargs)
         if problem is None and not ir2vec_vocab and any(f"{name}:0'" in str(e) for name in inlining.EMBEDDINGS):
             raise PolicyError(f"{e} (the policy takes IR2Vec embeddings: give an IR2Vec vocabulary, "
                               "--ir2vec-vocab / ir2vec_vocab=, on LLVM 22)") from None

@@ -32,6 +32,7 @@ DEFAULT = "inlining"
 _PACKAGES = {
     "inlining": "mlopt.problems.inlining",
     "inlining-default": "mlopt.problems.inlining_default",
+    "inlining-linkage": "mlopt.problems.inlining_linkage",
     "regalloc": "mlopt.problems.regalloc",
     "regalloc-trace": "mlopt.problems.regalloc_trace",
     "regalloc-trace-cycles": "mlopt.problems.regalloc_trace_cycles",

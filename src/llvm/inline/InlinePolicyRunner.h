@@ -10,7 +10,9 @@
 // dead host or a failing model, a policy that takes it as an input, a
 // training log) calls defaultDecision(), which runs the heuristic's cost
 // analysis at most once per call site. A shipped policy that never asks
-// does not pay for it. Input buffers are never modified by evaluation.
+// does not pay for it. The advisor also tells the runner the call site's
+// callee (tellCallee), for a policy that takes callee_linkage. Input
+// buffers are never modified by evaluation.
 // extraOutputs() lists model outputs beyond the decision that the training
 // log records after the inputs; their bytes are valid after evaluate().
 // An InlineRunnerFactory makes the runner for an advisor from LLVM's input
@@ -21,6 +23,8 @@
 #define MLOPT_LLVM_INLINEPOLICYRUNNER_H
 
 #include "TensorSpec.h"
+
+#include "CalleeLinkage.h"
 
 #include "LLVMVersion.h"
 #include "TensorSpecConversion.h"
@@ -58,6 +62,10 @@ public:
     }
     return DefaultDecision;
   }
+  /// The callee of the call site about to be evaluated (null: indirect);
+  /// a policy input named callee_linkage sees calleeLinkageClass of it.
+  void tellCallee(const llvm::Function *Callee) { CalleeLinkage = calleeLinkageClass(Callee); }
+  int64_t calleeLinkage() const { return CalleeLinkage; }
   virtual const std::vector<mlopt::TensorSpec> &extraOutputs() const {
     static const std::vector<mlopt::TensorSpec> None;
     return None;
@@ -73,6 +81,7 @@ protected:
   }
   std::vector<mlopt::TensorSpec> Inputs;
   int64_t DefaultDecision = 0; // valid after defaultDecision()
+  int64_t CalleeLinkage = 4;   // of the call site being evaluated (tellCallee)
 
 private:
   llvm::function_ref<bool()> ComputeDefault;

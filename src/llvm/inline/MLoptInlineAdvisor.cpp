@@ -171,6 +171,7 @@ MLoptInlineAdvisorT<AdvisorBase, AdviceBase>::getAdviceFromModel(CallBase &CB,
   // for it (a shipped policy does not pay the heuristic's cost analysis).
   auto Heuristic = [&] { return this->GetDefaultAdvice(CB); };
   Runner.askDefaultWith(Heuristic);
+  Runner.tellCallee(CB.getCalledFunction());
   bool Decision = Runner.evaluate<int64_t>() != 0;
   if (Sites && Sites->Asked < Sites->Forced.size()) {
     Decision = Sites->Forced[Sites->Asked] == '1';

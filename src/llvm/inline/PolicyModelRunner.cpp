@@ -34,6 +34,17 @@ PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx,
     setUpBufferForTensor(I, Features[I], Buffer);
   }
   for (size_t J = 0; J < Taken.size(); ++J) {
+    if (Fed[J] || Taken[J].name() != CalleeLinkageInput)
+      continue;
+    if (Taken[J].type() != TensorType::Int64 || Taken[J].elementCount() != 1)
+      throw PolicyError(Model->path() + ": the policy takes '" + Taken[J].name() + "' as " +
+                        Taken[J].typeAndShape() +
+                        ", but the callee's linkage class is int64_t [1]");
+    if (Model->featureBound(J))
+      LinkageInput = static_cast<int64_t *>(Model->featureBuffer(J));
+    Fed[J] = true;
+  }
+  for (size_t J = 0; J < Taken.size(); ++J) {
     if (Fed[J] || Taken[J].name() != DefaultDecisionInput)
       continue;
     if (Taken[J].type() != TensorType::Int64 || Taken[J].elementCount() != 1)
@@ -64,6 +75,8 @@ void PolicyModelRunner::warnOnce(const std::string &Text) {
 void *PolicyModelRunner::evaluateUntyped() {
   if (DefaultInput)
     *DefaultInput = defaultDecision();
+  if (LinkageInput)
+    *LinkageInput = calleeLinkage();
   try {
     Model->evaluate();
   } catch (const std::exception &E) {

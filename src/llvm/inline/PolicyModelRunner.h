@@ -7,7 +7,9 @@
 // does not take (IR2Vec embeddings for a policy trained without them) gets a
 // buffer of its own. A model input named inlining_default (int64 [1]) that
 // LLVM does not provide is fed the stock heuristic's decision for the call
-// site (a policy that learns where to differ from the heuristic). The
+// site (a policy that learns where to differ from the heuristic); one
+// named callee_linkage (int64 [1]) is fed calleeLinkageClass of the call
+// site's callee (CalleeLinkage.h). The
 // constructor throws PolicyError, naming the tensor, when a matched input
 // differs in type or shape, or when the model takes a feature LLVM does not
 // provide (a policy trained with IR2Vec embeddings, run without a
@@ -51,6 +53,7 @@ private:
   bool *Warned;
   int64_t Decision = 0;
   int64_t *DefaultInput = nullptr; // the model's inlining_default buffer, if it takes one
+  int64_t *LinkageInput = nullptr; // the model's callee_linkage buffer, if it takes one
 };
 
 } // namespace mlopt

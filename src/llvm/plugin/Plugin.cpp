@@ -247,10 +247,13 @@ std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx,
     mlopt::PolicyLoadOptions Opts;
     Opts.FeedPrefix = FeedPrefix;
     Opts.LiteRtLibrary = LiteRtLibrary;
-    Opts.OptionalFeatures = {"callee_embedding", "caller_embedding", mlopt::DefaultDecisionInput};
-    std::vector<mlopt::TensorSpec> Offered = Inputs; // + the heuristic's decision, if taken
+    Opts.OptionalFeatures = {"callee_embedding", "caller_embedding", mlopt::DefaultDecisionInput,
+                             mlopt::CalleeLinkageInput};
+    // + the heuristic's decision and the callee's linkage class, if taken
+    std::vector<mlopt::TensorSpec> Offered = Inputs;
     Offered.push_back(
         mlopt::TensorSpec(mlopt::DefaultDecisionInput, mlopt::TensorType::Int64, {1}));
+    Offered.push_back(mlopt::TensorSpec(mlopt::CalleeLinkageInput, mlopt::TensorType::Int64, {1}));
     Model = mlopt::loadPolicyModel(ModelPath, Offered, Opts);
   } catch (const std::exception &E) {
     std::string Text = std::string("mlopt: ") + E.what();

@@ -1,0 +1,143 @@
+"""The inlining-linkage problem: a policy whose 40th input is the callee's
+linkage class (callee_linkage), fed by mlopt's advisor to an exported policy
+in the in-process engine and in stock opt with the plugin. A hand-built
+module calls one function of each linkage class; a policy that inlines
+everything except, by the rule of ``with_linkage_rule``, the sites of one
+class the heuristic declines must decline exactly those sites -- a runner
+that fed another class (or nothing: 0, "external") fails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mlopt
+from mlopt.errors import PolicyError
+from mlopt.problems import get
+from tests.support.llvm import opt
+
+PROBLEM = get("inlining-linkage")
+
+# A body the -Oz heuristic declines to inline at a site (a loop of calls it cannot fold).
+_BODY = """  %p = alloca [16 x i32]
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %n, %loop ]
+  %q = getelementptr [16 x i32], ptr %p, i32 0, i32 %i
+  store volatile i32 %i, ptr %q
+  %v = load volatile i32, ptr %q
+  %w = mul i32 %v, %x
+  %n = add i32 %i, %w
+  %c = icmp slt i32 %n, 16
+  br i1 %c, label %loop, label %done
+done:
+  %r = load volatile i32, ptr %p
+  ret i32 %r
+"""
+# callee -> (its linkage in IR, its class: 0 external, 1 local, 2 linkonce, 3 available_externally)
+CALLEES = {"ext": ("", 0), "loc": ("internal ", 1), "lo": ("linkonce_odr ", 2), "ae": ("available_externally ", 3)}
+IR = "".join(f"define {linkage}i32 @{name}(i32 %x) {{\nentry:\n{_BODY}}}\n\n"
+             for name, (linkage, _) in CALLEES.items()) + \
+    "define i32 @caller(i32 %x) {\nentry:\n" + "".join(
+        f"  %{name}1 = call i32 @{name}(i32 %x)\n  %{name}2 = call i32 @{name}(i32 %{name}1)\n" for name in CALLEES) + \
+    "  %s1 = add i32 %ext2, %loc2\n  %s2 = add i32 %lo2, %ae2\n  %s3 = add i32 %s1, %s2\n  ret i32 %s3\n}\n"
+
+
+def _always_inline(vocab: mlopt.Vocab):
+    """An inlining-default network with two hidden layers that answers "inline" at every site."""
+    from mlopt.problems.inlining_default import PROBLEM as DEFAULT_INFORMED
+    from mlopt.problems.inlining_default import DefaultInformedPolicy
+
+    inputs = 2 * len(DEFAULT_INFORMED.feature_names)
+    return DefaultInformedPolicy(vocab, [(np.zeros((4, inputs)), np.zeros(4)), (np.zeros((4, 4)), np.zeros(4)),
+                                         (np.zeros((2, 4)), np.array([0.0, 50.0]))])
+
+
+@pytest.fixture(scope="module")
+def module():
+    return mlopt.Module(IR.encode(), opt_level="Oz", reloc_model="static")
+
+
+@pytest.fixture(scope="module")
+def ruled(mini_default_sites, tmp_path_factory):
+    """k -> (numpy policy, .tflite, compiled .so) declining the heuristic's declined sites of class k."""
+    from mlopt.problems.inlining_linkage.rule import with_linkage_rule
+
+    _, _, vocab = mini_default_sites
+    d = tmp_path_factory.mktemp("linkage-policies")
+    out = {}
+    for k in range(4):
+        policy = with_linkage_rule(_always_inline(vocab), k, 100.0)
+        policy.export(d / f"model-{k}")
+        out[k] = (policy, d / f"model-{k}" / "model.tflite", mlopt.compile_policy(d / f"model-{k}", d / f"p{k}.so"))
+    return out
+
+
+def _expected(sites, defaults, k):
+    return np.array([0 if CALLEES[callee][1] == k and not d else 1 for (_, callee), d in zip(sites, defaults)])
+
+
+def test_policy_sees_the_callees_linkage_in_process(module, ruled):
+    """.tflite and compiled .so: at every site the decision is "no" exactly where the callee is of class k
+    and the heuristic says no; the heuristic declines some site of every class, so each k is tested."""
+    stock = mlopt.compile(module, call_sites=True)
+    declined = {CALLEES[callee][1] for (_, callee), d in zip(stock.call_sites, stock.default_decisions) if not d}
+    assert declined == {0, 1, 2, 3}  # the module can tell a runner that feeds the wrong class
+    for k, (_, tflite, so) in ruled.items():
+        loaded = [mlopt.load_policy(tflite), mlopt.load_policy(so)]
+        assert {p.problem.name for p in loaded} == {"inlining-linkage"}  # found without naming the problem
+        for policy in loaded:
+            r = mlopt.compile(module, policy, call_sites=True)
+            assert np.array_equal(r.decisions, _expected(r.call_sites, r.default_decisions, k)), (k, policy)
+            assert (r.decisions == 0).any() and (r.decisions == 1).any()
+
+
+def test_numpy_policy_of_the_problem_is_refused(module, ruled):
+    policy, _, _ = ruled[0]
+    with pytest.raises(PolicyError, match="only when exported"):
+        mlopt.compile(module, policy)
+
+
+def test_stock_opt_with_the_plugin_feeds_the_linkage(llvm_tools, plugin, module, ruled, tmp_path):
+    """opt -load-pass-plugin with the compiled policy for class k: the calls left in @caller are those of
+    class k (which the heuristic declines at both sites), and the in-process compile leaves the same."""
+    from mlopt.compiler.plugin import opt_flags
+
+    src = tmp_path / "m.ll"
+    src.write_text(IR)
+    for k, (_, _, so) in ruled.items():
+        opt(llvm_tools, src, tmp_path / "o.ll", "-S", *opt_flags(model=so, llvm=llvm_tools["major"]))
+        text = (tmp_path / "o.ll").read_text()
+        body = text[text.index("define i32 @caller"):]
+        body = body[:body.index("\n}")]
+        left = {name for name in CALLEES if f"@{name}(" in body}
+        assert left == {name for name, (_, c) in CALLEES.items() if c == k}, (k, left)
+        r = mlopt.compile(module, mlopt.load_policy(so), call_sites=True)
+        declined = {callee for (_, callee), d in zip(r.call_sites, r.decisions) if not d}
+        assert declined == left
+
+
+def test_linkage_input_keeps_the_decisions_and_the_rule_only_moves_its_sites(mini_default_sites):
+    """with_linkage_input decides as the original; with_linkage_rule moves the logit difference by -vote
+    exactly where callee_linkage == k and inlining_default == 0, by 0 elsewhere."""
+    from mlopt.problems.inlining import InlinePolicy
+    from mlopt.problems.inlining_default.prior import with_default_prior
+    from mlopt.problems.inlining_linkage.rule import with_linkage_input, with_linkage_rule
+
+    _, batch, vocab = mini_default_sites
+    prior = with_default_prior(InlinePolicy.random(vocab.subset(get("inlining").feature_names), hidden=(16, 8),
+                                                   seed=3), 20.0)
+    n = len(batch["inlining_default"])
+    before = prior.logits(batch)
+    default = batch["inlining_default"].reshape(-1)
+    for k in range(5):
+        b = dict(batch, callee_linkage=np.full((n, 1), k, np.int64))
+        assert np.array_equal(with_linkage_input(prior).decide(b), prior.decide(batch))
+        for rule_k in (0, 3):
+            after = with_linkage_rule(prior, rule_k, 7.0).logits(b)
+            shift = (after[:, 1] - after[:, 0]) - (before[:, 1] - before[:, 0])
+            np.testing.assert_allclose(shift, np.where((default == 0) & (k == rule_k), -7.0, 0.0), atol=1e-4)
+    with pytest.raises(ValueError, match="not one of"):
+        with_linkage_rule(prior, "static", 1.0)
+    with pytest.raises(ValueError, match="needs an 'inlining-default' policy"):
+        with_linkage_input(with_linkage_input(prior))
