@@ -141,3 +141,32 @@ def test_linkage_input_keeps_the_decisions_and_the_rule_only_moves_its_sites(min
         with_linkage_rule(prior, "static", 1.0)
     with pytest.raises(ValueError, match="needs an 'inlining-default' policy"):
         with_linkage_input(with_linkage_input(prior))
+
+
+def test_cli_linkage_rule_writes_the_apis_policy(mini_default_sites, tmp_path, capsys):
+    """mlopt policy linkage-rule: the same weights as with_linkage_rule; an unknown class or a policy of
+    another problem is exit 2 and writes nothing."""
+    from mlopt.cli import main
+    from mlopt.problems import load_weights
+    from mlopt.problems.inlining import InlinePolicy
+    from mlopt.problems.inlining_default.prior import with_default_prior
+    from mlopt.problems.inlining_linkage.rule import with_linkage_rule
+
+    _, batch, vocab = mini_default_sites
+    inlining = InlinePolicy.random(vocab.subset(get("inlining").feature_names), hidden=(8, 4), seed=1)
+    prior = with_default_prior(inlining, 20.0)
+    prior.save(tmp_path / "prior.npz")
+    inlining.save(tmp_path / "bc.npz")
+    assert main(["policy", "linkage-rule", str(tmp_path / "prior.npz"), "--linkage", "local", "--vote", "9",
+                 "-o", str(tmp_path / "ruled.npz")]) == 0
+    ruled = load_weights(tmp_path / "ruled.npz")
+    expected = with_linkage_rule(prior, "local", 9.0)
+    assert ruled.problem.name == "inlining-linkage"
+    for (w, b), (we, be) in zip(ruled.layers, expected.layers):
+        assert np.array_equal(w, we) and np.array_equal(b, be)
+    for bad in (["--linkage", "static"], []):
+        source = tmp_path / ("prior.npz" if bad else "bc.npz")
+        assert main(["policy", "linkage-rule", str(source), *bad, "-o", str(tmp_path / "no.npz")]) == 2
+        assert not (tmp_path / "no.npz").exists()
+    err = capsys.readouterr().err
+    assert "linkage class 'static' is not one of" in err and "needs an 'inlining-default' policy" in err

@@ -101,15 +101,21 @@ def _rows(paths: list[str], problem) -> dict:
     return {n: np.concatenate(v) for n, v in parts.items() if v}
 
 
-def cmd_policy_default_prior(args) -> int:
+def _saved_policy(arg: str):
+    """(path, network) of a policy's saved weights: a policy.npz, or a run directory holding one."""
     from ..problems import load_weights
-    from ..problems.inlining_default.prior import with_default_prior
 
-    source = Path(args.policy)
+    source = Path(arg)
     weights = source / "policy.npz" if source.is_dir() else source
     if not weights.is_file():
-        raise UsageError(f"{args.policy}: no policy weights (a policy.npz or a run directory holding one)")
-    policy = load_weights(weights)
+        raise UsageError(f"{arg}: no policy weights (a policy.npz or a run directory holding one)")
+    return weights, load_weights(weights)
+
+
+def cmd_policy_default_prior(args) -> int:
+    from ..problems.inlining_default.prior import with_default_prior
+
+    weights, policy = _saved_policy(args.policy)
     try:
         prior = with_default_prior(policy, args.margin)
     except ValueError as e:
@@ -121,14 +127,9 @@ def cmd_policy_default_prior(args) -> int:
 
 
 def cmd_policy_linkage_rule(args) -> int:
-    from ..problems import load_weights
     from ..problems.inlining_linkage.rule import with_linkage_rule
 
-    source = Path(args.policy)
-    weights = source / "policy.npz" if source.is_dir() else source
-    if not weights.is_file():
-        raise UsageError(f"{args.policy}: no policy weights (a policy.npz or a run directory holding one)")
-    policy = load_weights(weights)
+    weights, policy = _saved_policy(args.policy)
     try:
         ruled = with_linkage_rule(policy, args.linkage, args.vote)
     except ValueError as e:
