@@ -17,7 +17,7 @@ and again with the external callees the heuristic inlines nowhere in the
 module declined everywhere). Run both on training or
 validation modules, never on a test split you report.
 
-    python3 benchmarks/callee_linkage.py moves csample --init prior20-s0.npz --out moves-csample
+    python3 benchmarks/callee_linkage.py moves splits149/train --sample 500,300 --init prior20-s0.npz --out moves
     python3 benchmarks/callee_linkage.py inlined best-s0-model splits149/validation
 
 Linkage is read from the module's own bitcode (``llvm-dis-N``); a callee the
@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -92,8 +93,10 @@ def moves(args) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     entries = corpus_entries(args.corpus)
+    if args.sample:
+        entries = sample(entries, args.sample, args.seed)
     with make_pool(args.workers, timeout=600) as pool:
-        ds = trace_corpus(args.corpus, workers=args.workers)
+        ds = trace_corpus(args.corpus, modules=[e.name for e in entries], workers=args.workers, pool=pool)
         config = SearchConfig(evaluations_per_module=args.evaluations, batch=8, max_decisions=3000, max_flips=10)
         search = CalleeSearch(load_weights(args.init), ds, entries, config, work=args.out / "work", pool=pool)
         rounds = search.run()
@@ -109,6 +112,21 @@ def moves(args) -> int:
     (args.out / "moves.json").write_text(json.dumps(saved, indent=1) + "\n")
     report_moves(saved, {e.name: e for e in entries}, llvm)
     return 0
+
+
+def sample(entries, counts: str, seed: int):
+    """``counts`` ("C,CXX") modules of each language drawn at random with ``seed``, in the corpus's order."""
+    try:
+        n_c, n_cxx = (int(v) for v in counts.split(","))
+    except ValueError:
+        raise SystemExit(f"callee_linkage: --sample wants two counts, C and C++ (500,300), not {counts!r}") from None
+    rng = random.Random(seed)
+    by_language = {"c": [], "c++": []}
+    for e in entries:
+        by_language[language(e)].append(e.name)
+    picked = set(rng.sample(by_language["c"], min(n_c, len(by_language["c"]))) +
+                 rng.sample(by_language["c++"], min(n_cxx, len(by_language["c++"]))))
+    return [e for e in entries if e.name in picked]
 
 
 def report_moves(saved: dict, entries: dict, llvm: int) -> None:
@@ -191,6 +209,8 @@ def main() -> int:
     mv.add_argument("corpus", type=Path)
     mv.add_argument("--init", type=Path, help="the starting policy's weights (.npz)")
     mv.add_argument("--evaluations", type=int, default=16, help="compiles per module (16)")
+    mv.add_argument("--sample", metavar="C,CXX", help="search only this many C and C++ modules, drawn at random")
+    mv.add_argument("--seed", type=int, default=7, help="the draw's seed (7)")
     mv.add_argument("--workers", type=int)
     mv.add_argument("--out", type=Path, help="run directory (moves.json)")
     mv.add_argument("--report", type=Path, help="re-print a saved moves.json instead of searching")
