@@ -170,3 +170,23 @@ def test_cli_linkage_rule_writes_the_apis_policy(mini_default_sites, tmp_path, c
         assert not (tmp_path / "no.npz").exists()
     err = capsys.readouterr().err
     assert "linkage class 'static' is not one of" in err and "needs an 'inlining-default' policy" in err
+
+
+def test_policy_check_finds_the_problem_from_the_models_inputs(module, ruled, mini_default_sites, tmp_path,
+                                                              capsys):
+    """mlopt policy check without --problem: an inlining-default and an inlining-linkage model load as what
+    their inputs say; the first is checked on a training log (the heuristic's decision once, though it is
+    also an input); the second, on logs without the linkage, is exit 2 naming the column."""
+    from mlopt.cli import main
+
+    _, _, vocab = mini_default_sites
+    _always_inline(vocab).export(tmp_path / "default-model")
+    (tmp_path / "m.log").write_bytes(mlopt.compile(module).log_bytes)
+    assert main(["policy", "check", str(tmp_path / "default-model"), "--log", str(tmp_path / "m.log")]) == 0
+    out = capsys.readouterr().out
+    assert "policy for inlining-default; 39 features bound" in out and len(out.splitlines()) > 3  # a report
+    _, tflite, _ = ruled[0]
+    assert main(["policy", "check", str(tflite)]) == 0
+    assert "policy for inlining-linkage; 40 features bound" in capsys.readouterr().out
+    assert main(["policy", "check", str(tflite), "--log", str(tmp_path / "m.log")]) == 2
+    assert "no callee_linkage column for this inlining-linkage policy" in capsys.readouterr().err

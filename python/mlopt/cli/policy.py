@@ -64,9 +64,14 @@ def cmd_policy_compile(args) -> int:
 
 
 def cmd_policy_check(args) -> int:
-    from ..problems import load_policy
+    if args.problem is None:  # the inlining problem the model's inputs say (as mlopt.load_policy finds it)
+        from ..compiler import load_policy as load_inlining_policy
 
-    policy = load_policy(args.model, args.problem)
+        policy = load_inlining_policy(args.model)
+    else:
+        from ..problems import load_policy
+
+        policy = load_policy(args.model, args.problem)
     extras = ", ".join(f"{s.name} {s.type} {list(s.shape)}" for s in policy.extra_outputs) or "none"
     problem = policy.problem
     print(f"{Path(args.model)}: {policy.kind} policy for {problem.name}; {len(problem.features)} features "
@@ -75,7 +80,13 @@ def cmd_policy_check(args) -> int:
         return 0
     from ..policy.report import decision_report, format_decision_report
 
-    report = decision_report(policy, _rows(args.log, problem), buckets=args.buckets)
+    rows = _rows(args.log, problem)
+    missing = [n for n in problem.feature_names if n not in rows]
+    if missing:
+        hint = " (training logs do not record the callee's linkage yet)" if "callee_linkage" in missing else ""
+        raise UsageError(f"{', '.join(args.log)}: no {', '.join(missing)} column for this {problem.name} "
+                         f"policy{hint}")
+    report = decision_report(policy, rows, buckets=args.buckets)
     print(json.dumps(report, indent=2) if args.json else format_decision_report(report, top=args.top))
     return 0
 
@@ -86,7 +97,9 @@ def _rows(paths: list[str], problem) -> dict:
 
     from ..log import read_log
 
-    names = [*problem.feature_names] + ([problem.default_decision.name] if problem.default_decision else [])
+    # the heuristic's decision once, also where it is an input (inlining-default and -linkage)
+    names = list(dict.fromkeys([*problem.feature_names] + ([problem.default_decision.name]
+                                                           if problem.default_decision else [])))
     parts: dict[str, list] = {n: [] for n in names}
     for p in paths:
         if p.endswith(".npz"):
@@ -218,7 +231,9 @@ def register(sub) -> None:
                         ["mlopt policy check model/",
                          "mlopt policy check runs/es/policy.so --log trace.npz   # or training logs"])
     check.add_argument("model", help=".tflite file, model directory or compiled .so")
-    check.add_argument("--problem", type=problem_name, default=DEFAULT, help=f"whose features (default {DEFAULT})")
+    check.add_argument("--problem", type=problem_name,
+                       help=f"whose features (default: the inlining problem the model's inputs say, {DEFAULT} "
+                            "or one with the heuristic's decision or the callee's linkage)")
     check.add_argument("--log", action="append", metavar="FILE",
                        help="training log or trace dataset (.npz) to run the policy on (repeatable)")
     check.add_argument("--buckets", type=positive_int, default=4, help="quantile buckets per feature (4)")
