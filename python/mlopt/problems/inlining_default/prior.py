@@ -35,7 +35,7 @@ def default_vocab(vocab: Vocab) -> Vocab:
     return Vocab(boundaries)
 
 
-def _decision_positions(vocab: Vocab) -> tuple[float, float]:
+def decision_positions(vocab: Vocab) -> tuple[float, float]:
     """The bucket positions (p0, p1) of inlining_default = 0 and 1 under ``vocab``."""
     names = PROBLEM.feature_names
     col = names.index(DEFAULT_DECISION)
@@ -50,7 +50,7 @@ def _with_carried_vote(vocab: Vocab, layers, margin: float) -> DefaultInformedPo
     unit per hidden layer that carries relu(p - mid) of the heuristic's
     decision (0 for "no", p1 - mid for "yes") to a vote of
     margin * (inlining_default - 1/2) on the "yes" logit."""
-    p0, p1 = _decision_positions(vocab)
+    p0, p1 = decision_positions(vocab)
     if not p1 > p0:
         raise ValueError(f"the vocab does not tell {DEFAULT_DECISION} 0 and 1 apart")
     mid = (p0 + p1) / 2
@@ -91,7 +91,7 @@ def with_default_prior(policy: MLPPolicy, margin: float) -> DefaultInformedPolic
     first[:, [n + i for i in old]] = w[:, n - 1:]  # the squared block
     if rest:
         return _with_carried_vote(vocab, [(first, b), *rest], margin)
-    p0, p1 = _decision_positions(vocab)  # linear: the vote is margin * ((p - p0) / (p1 - p0) - 1/2) on "yes"
+    p0, p1 = decision_positions(vocab)  # linear: the vote is margin * ((p - p0) / (p1 - p0) - 1/2) on "yes"
     first[1, col] = margin / (p1 - p0)
     bias = b.astype(np.float64)
     bias[1] -= margin * p0 / (p1 - p0) + margin / 2

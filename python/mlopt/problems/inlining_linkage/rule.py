@@ -20,6 +20,7 @@ import numpy as np
 from ...policy.vocab import Vocab
 from ..inlining.spec import DEFAULT_DECISION
 from ..inlining_default import PROBLEM as DEFAULT_INFORMED
+from ..inlining_default.prior import decision_positions
 from . import LINKAGE, LINKAGE_CLASSES, PROBLEM, LinkageInformedPolicy
 
 # The linkage classes' boundaries: class c normalizes to (c + 1) / 5.
@@ -66,10 +67,8 @@ def with_linkage_rule(policy, linkage: int | str, vote: float) -> LinkageInforme
     for row, shift in enumerate((1.0, 0.0, -1.0)):  # relu(s + 1) - 2 relu(s) + relu(s - 1), s = scale (p - at)
         new1[row, col_link] = scale
         bias1[row] = shift - scale * at
-    # the heuristic's "no": inlining_default's positions are 1/2 (0) and 1 (1); relu(2 - 2p) is 1 and 0
-    p0, p1 = (float(v) for v in base.vocab.normalize(np.array([[0] * n, [0] * n]) + np.eye(1, n, col_default,
-                                                                                           dtype=np.int64) *
-                                                          np.array([[0], [1]]), base.widths)[:, col_default])
+    # the heuristic's "no": 1 at inlining_default's position for 0, 0 at its position for 1
+    p0, p1 = decision_positions(base.vocab)
     new1[3, col_default] = -1.0 / (p1 - p0)
     bias1[3] = p1 / (p1 - p0)
     w1 = np.concatenate([w1, new1])
