@@ -233,7 +233,9 @@ def main() -> None:
         side = {s: corpus_entries(args.splits / s) for s in ("train", "validation", "test")}
         baseline = {}
         for s in side:
-            ds = trace_corpus(args.splits / s, pool=pool, quiet=True)
+            # a policy that takes the callee's linkage is checked against (and calibrated on) logs that have it
+            ds = trace_corpus(args.splits / s, pool=pool, quiet=True,
+                              callee_linkage="callee_linkage" in init.problem.feature_names)
             results["llvm_version"] = ds.meta["llvm"]
             baseline.update({m: float(v) for m, v in zip(ds.modules, ds.text_size)})
             if s == "train":

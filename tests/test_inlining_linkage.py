@@ -92,10 +92,43 @@ def test_policy_sees_the_callees_linkage_in_process(module, ruled):
             assert (r.decisions == 0).any() and (r.decisions == 1).any()
 
 
-def test_numpy_policy_of_the_problem_is_refused(module, ruled):
-    policy, _, _ = ruled[0]
-    with pytest.raises(PolicyError, match="only when exported"):
-        mlopt.compile(module, policy)
+def test_log_has_the_linkage_on_request_and_a_numpy_policy_decides_as_its_export(module, ruled):
+    """log_callee_linkage: LLVM's columns unchanged, callee_linkage inserted before inlining_default with each
+    site's callee's class; the default log is LLVM's layout. A numpy policy of the problem (given the class by
+    the engine) decides as its .tflite, logs the column itself, and its decisions on that log are the log's."""
+    plain = mlopt.compile(module, call_sites=True)
+    linked = mlopt.compile(module, call_sites=True, log_callee_linkage=True)
+    assert "callee_linkage" not in plain.log.feature_names
+    names = plain.log.feature_names
+    assert linked.log.feature_names == [*names[:-2], "callee_linkage", *names[-2:]]
+    for name in names:
+        assert np.array_equal(linked.log[name], plain.log[name]), name
+    assert linked.log["callee_linkage"].reshape(-1).tolist() == [CALLEES[c][1] for _, c in linked.call_sites]
+    for k, (policy, tflite, _) in ruled.items():
+        mine = mlopt.compile(module, policy, call_sites=True)
+        theirs = mlopt.compile(module, mlopt.load_policy(tflite), call_sites=True)
+        assert np.array_equal(mine.decisions, _expected(mine.call_sites, mine.default_decisions, k)), k
+        assert np.array_equal(mine.decisions, theirs.decisions) and mine.log_bytes == theirs.log_bytes
+        assert np.array_equal(policy.decide({s.name: mine.log[s.name] for s in PROBLEM.features}), mine.decisions)
+
+
+def test_trajectory_replay_keeps_the_two_log_layouts_apart(module, ruled):
+    """Trajectory replay: a linkage policy's compile logs the column and is replayed from it; a compile
+    asked without the column never gets a log with it (the layouts are kept apart)."""
+    from mlopt.compiler import TextSizeCache
+
+    policy = mlopt.load_policy(ruled[0][1])
+    cache = TextSizeCache()
+    plain = mlopt.compile(module, cache=cache)
+    assert not cache.knows(module, callee_linkage=True) and cache.knows(module)
+    assert "callee_linkage" not in mlopt.compile(module, cache=cache, log_callee_linkage=False).log.feature_names
+    before = cache.replays
+    first = mlopt.compile(module, policy, cache=cache)
+    again = mlopt.compile(module, policy, cache=cache)
+    assert not first.cache_hit and again.cache_hit and again.log_bytes == first.log_bytes
+    assert cache.knows(module, callee_linkage=True) and cache.replays == before + 1
+    assert "callee_linkage" in first.log.feature_names
+    assert mlopt.compile(module, cache=cache).log_bytes == plain.log_bytes
 
 
 def test_stock_opt_with_the_plugin_feeds_the_linkage(llvm_tools, plugin, module, ruled, tmp_path):
@@ -115,6 +148,15 @@ def test_stock_opt_with_the_plugin_feeds_the_linkage(llvm_tools, plugin, module,
         r = mlopt.compile(module, mlopt.load_policy(so), call_sites=True)
         declined = {callee for (_, callee), d in zip(r.call_sites, r.decisions) if not d}
         assert declined == left
+    # -mlopt-inline-log-callee-linkage: the log the engine writes with log_callee_linkage, byte for byte
+    from mlopt.compiler.plugin import opt_flags as flags
+
+    _, _, so = ruled[2]
+    log = tmp_path / "linked.log"
+    opt(llvm_tools, src, tmp_path / "o.ll", "-S", *flags(model=so, training_log=log, log_callee_linkage=True,
+                                                         llvm=llvm_tools["major"]))
+    engine = mlopt.compile(module, mlopt.load_policy(so))
+    assert "callee_linkage" in engine.log.feature_names and log.read_bytes() == engine.log_bytes
 
 
 def test_linkage_input_keeps_the_decisions_and_the_rule_only_moves_its_sites(mini_default_sites):

@@ -69,6 +69,7 @@ struct CallbackState {
   std::optional<nb::python_error> Error;
   std::string BadAnswer;
   bool AppendDefault = false; // the int64 row ends with the heuristic's decision (inlining_default)
+  bool AppendLinkage = false; // then with the callee's linkage class (callee_linkage)
   bool Failed() const { return Error.has_value() || !BadAnswer.empty(); }
 };
 
@@ -80,18 +81,21 @@ template <typename T> nb::ndarray<nb::numpy, T> copiedArray(const T *Data, size_
 }
 
 /// Calls the policy with the int64 inputs (then, with AppendDefault, the
-/// heuristic's decision), and the float inputs (IR2Vec's embeddings) as a
+/// heuristic's decision; then, with AppendLinkage, the callee's linkage), and the float inputs (IR2Vec's embeddings) as a
 /// second argument when there are any.
 int64_t callPython(CallbackState &S, const int64_t *Ints, size_t IntCount, const float *Floats,
-                   size_t FloatCount, int64_t Default) {
+                   size_t FloatCount, int64_t Default, int64_t Linkage) {
   nb::gil_scoped_acquire Gil;
   if (S.Failed())
     return Default;
   try {
     std::vector<int64_t> Row;
-    if (S.AppendDefault) {
+    if (S.AppendDefault || S.AppendLinkage) {
       Row.assign(Ints, Ints + IntCount);
-      Row.push_back(Default);
+      if (S.AppendDefault)
+        Row.push_back(Default);
+      if (S.AppendLinkage)
+        Row.push_back(Linkage);
       Ints = Row.data();
       IntCount = Row.size();
     }
@@ -160,7 +164,8 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                         std::shared_ptr<PolicyModelPool> RegallocPool, nb::object RegallocCallable,
                         unsigned RegallocMaxEvictions, const std::string &FeatureUpkeep,
                         bool CallableDefault, bool TraceableCodegen,
-                        const std::map<std::string, int> &ForcedCallees) {
+                        const std::map<std::string, int> &ForcedCallees, bool CallableLinkage,
+                        bool LogLinkage) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -172,6 +177,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   Options.Cache = Cache;
   Options.KeepObject = KeepObject;
   Options.TraceableCodegen = TraceableCodegen;
+  Options.LogCalleeLinkage = LogLinkage;
   if (Forced.find_first_not_of("01") != std::string::npos)
     throw nb::value_error("forced decisions must be a string of '0' and '1'");
   Options.ForcedDecisions = Forced;
@@ -202,6 +208,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   CallbackState Callback;
   Callback.Callable = Callable;
   Callback.AppendDefault = CallableDefault;
+  Callback.AppendLinkage = CallableLinkage;
   std::shared_ptr<PolicyModel> Model;
   RunnerFactory Factory;
   CompileOutput Out;
@@ -223,8 +230,8 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
           -> std::unique_ptr<InlinePolicyRunner> {
         return std::make_unique<CallbackRunner>(
             Ctx, Features,
-            [&Callback](const int64_t *I, size_t NI, const float *F, size_t NF, int64_t D) {
-              return callPython(Callback, I, NI, F, NF, D);
+            [&Callback](const int64_t *I, size_t NI, const float *F, size_t NF, int64_t D,
+                        int64_t L) { return callPython(Callback, I, NI, F, NF, D, L);
             });
       };
     }
@@ -359,7 +366,8 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
         "ir2vec_vocab"_a = "", "regalloc"_a = false, "regalloc_policy"_a.none() = nb::none(),
         "regalloc_callable"_a.none() = nb::none(), "regalloc_max_evictions"_a = 100u,
         "feature_upkeep"_a = "mlopt", "callable_default"_a = false, "traceable_codegen"_a = false,
-        "forced_callees"_a = std::map<std::string, int>());
+        "forced_callees"_a = std::map<std::string, int>(), "callable_linkage"_a = false,
+        "log_linkage"_a = false);
   m.attr("regalloc_supported") = regallocSupported();
   m.attr("regalloc_source_version") = regallocSourceVersion();
 

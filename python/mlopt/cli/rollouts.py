@@ -30,7 +30,8 @@ def cmd_trace(args) -> int:
     if out.exists() and not args.force:
         raise OutputExistsError(str(out))
     ds = trace_corpus(args.corpus, use_cache=not args.no_cache, workers=args.workers, ray=args.ray,
-                      timeout=args.timeout, quiet=args.quiet, exclude=args.exclude)
+                      timeout=args.timeout, quiet=args.quiet, exclude=args.exclude,
+                      callee_linkage=args.callee_linkage)
     ds.save(out, force=args.force)
     s = summary(ds) | {"output": str(out)}
     if args.json:
@@ -108,11 +109,15 @@ def register(sub) -> None:
     tr = add_command(sub, "trace", "the heuristic's training logs and .text sizes of a corpus, as one dataset",
                      ["mlopt trace $(mlopt corpus fetch) -o trace.npz",
                       "mlopt trace corpus/ -o trace.npz --ray auto --json",
-                      "mlopt trace corpus/ -o trace.npz --llvm 22 --ir2vec-vocab vocab.json"])
+                      "mlopt trace corpus/ -o trace.npz --llvm 22 --ir2vec-vocab vocab.json",
+                      "mlopt trace corpus/ -o trace-linkage.npz --callee-linkage"])
     tr.add_argument("corpus")
     tr.add_argument("-o", "--output", required=True, metavar="FILE", help="dataset to write (.npz)")
     tr.add_argument("--no-cache", action="store_true", help="recompile modules even when cached")
     tr.add_argument("--force", action="store_true", help="replace an existing dataset")
+    tr.add_argument("--callee-linkage", action="store_true",
+                    help="the logs also have the callee's linkage class (callee_linkage, the inlining-linkage "
+                         "problem's 40th input; not one of LLVM's columns)")
     add_exclude_option(tr)
     _pool_options(tr)
     tr.set_defaults(func=cmd_trace)

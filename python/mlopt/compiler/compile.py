@@ -38,6 +38,8 @@ from ..problems import inlining
 from ..problems import load_policy as load_problem_policy
 from .replay import TrajectoryReplay, replayed
 
+from ..problems.inlining_linkage import LINKAGE  # its 40th input, logged on request
+
 PathLike = str | os.PathLike
 
 
@@ -165,9 +167,12 @@ class TextSizeCache:
     def __len__(self) -> int:
         return self._cache.size
 
-    def knows(self, module: Module, pipeline: str | None = None, ir2vec_vocab: str | None = None) -> bool:
-        """Whether trajectory replay holds a compile of ``module`` (these options) to check policies against."""
-        return self.replay is not None and self.replay.has(_replay_key(module, pipeline, ir2vec_vocab or ""))
+    def knows(self, module: Module, pipeline: str | None = None, ir2vec_vocab: str | None = None,
+              callee_linkage: bool = False) -> bool:
+        """Whether trajectory replay holds a compile of ``module`` (these options; logging ``callee_linkage``
+        or not) to check policies against."""
+        return self.replay is not None and self.replay.has(_replay_key(module, pipeline, ir2vec_vocab or "",
+                                                                       callee_linkage))
 
     def add_heuristic_compile(self, module: Module, text_size: int, log_bytes: bytes, pipeline: str | None = None,
                               ir2vec_vocab: str | None = None) -> None:
@@ -179,10 +184,11 @@ class TextSizeCache:
         if self.replay is None:
             return
         parsed, decisions, defaults = _parsed_log(log_bytes)
+        linkage = parsed is not None and LINKAGE in parsed.feature_names
         if not np.array_equal(decisions, defaults):
             raise ValueError(f"{module.name}: the log given as the heuristic's compile decides otherwise than "
                              f"inlining_default at {int(np.count_nonzero(decisions != defaults))} call sites")
-        self.replay.add(_replay_key(module, pipeline, ir2vec_vocab or ""),
+        self.replay.add(_replay_key(module, pipeline, ir2vec_vocab or "", linkage),
                         CompileResult(module.name, int(text_size), decisions, defaults, parsed, bytes(log_bytes)))
 
     def enable_simplification_probe(self) -> None:
@@ -216,14 +222,12 @@ def _resolve_policy(policy, vocab: str = ""):
         return policy.pool, None
     if isinstance(policy, MLPPolicy):
         _check_problem(policy, vocab)
-        if "callee_linkage" in policy.problem.feature_names:
-            raise PolicyError(f"{policy.problem.name!r} policies see the callee's linkage only when exported "
-                              "(policy.export(...), then load_policy): a numpy policy is called with the "
-                              "logged features, which do not carry it")
         return None, _decision_callable(policy.decide, _takes_embeddings(policy.problem),
-                                        inlining.DEFAULT_DECISION in policy.problem.feature_names)
+                                        inlining.DEFAULT_DECISION in policy.problem.feature_names,
+                                        LINKAGE in policy.problem.feature_names)
     if callable(policy):
-        return None, _decision_callable(policy, None, bool(getattr(policy, "takes_default", False)))
+        return None, _decision_callable(policy, None, bool(getattr(policy, "takes_default", False)),
+                                        bool(getattr(policy, "takes_linkage", False)))
     raise TypeError(f"policy must be None, a loaded policy, a path, an InlinePolicy or a callable, "
                     f"not {type(policy).__name__}")
 
@@ -264,6 +268,15 @@ def inlining_problem(ir2vec_vocab: PathLike | None = None):
     return inlining.with_ir2vec(inlining.ir2vec_dimension(ir2vec_vocab)) if ir2vec_vocab else inlining.PROBLEM
 
 
+def _takes_linkage(policy) -> bool:
+    """Whether the policy (resolved: a loaded policy, an MLP, a callable) takes ``callee_linkage``."""
+    if isinstance(policy, LoadedPolicy):
+        return LINKAGE in policy.inputs
+    if isinstance(policy, MLPPolicy):
+        return LINKAGE in policy.problem.feature_names
+    return bool(getattr(policy, "takes_linkage", False))
+
+
 def _takes_embeddings(problem) -> bool:
     return any(name in problem.feature_names for name in inlining.EMBEDDINGS)
 
@@ -287,10 +300,12 @@ def _check_problem(policy, vocab: str) -> None:
                               f"vocabulary {vocab} gives {dim}-d embeddings")
 
 
-def _decision_callable(fn: Callable, with_embeddings: bool | None, with_default: bool = False) -> Callable:
+def _decision_callable(fn: Callable, with_embeddings: bool | None, with_default: bool = False,
+                       with_linkage: bool = False) -> Callable:
     """The engine calls it with the int64 features (then, ``with_default``,
     the heuristic's decision: the ``inlining-default`` problem's 39th
-    input), and the float embeddings as a second array when the compile has
+    input; then, ``with_linkage``, the callee's linkage class:
+    ``inlining-linkage``'s 40th), and the float embeddings as a second array when the compile has
     an IR2Vec vocabulary.
     ``with_embeddings``: True: one float64 row, ints then embeddings; False:
     the int64 features only; None: as the engine calls it."""
@@ -307,6 +322,7 @@ def _decision_callable(fn: Callable, with_embeddings: bool | None, with_default:
         return answer  # not a decision: the engine reports it with its repr
 
     call.takes_default = with_default
+    call.takes_linkage = with_linkage
     return call
 
 
@@ -363,7 +379,7 @@ def _parsed_log(log_bytes: bytes) -> tuple[Log | None, np.ndarray, np.ndarray]:
 def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
              keep_object: bool, call_sites: bool = False, cache: TextSizeCache | None = None,
              forced: str = "", vocab: str = "", features: str = "mlopt",
-             forced_callees: dict[str, int] | None = None) -> CompileResult:
+             forced_callees: dict[str, int] | None = None, linkage: bool = False) -> CompileResult:
     if cache is not None and not isinstance(cache, TextSizeCache):
         raise TypeError(f"cache must be a TextSizeCache, not {type(cache).__name__}")
     if cache is not None and cache.llvm != module.llvm:
@@ -377,7 +393,8 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
                            cache._cache if cache is not None else None, pool, callback, forced, vocab,
                            feature_upkeep=features,
                            callable_default=bool(getattr(callback, "takes_default", False)),
-                           forced_callees=forced_callees or {})
+                           forced_callees=forced_callees or {},
+                           callable_linkage=bool(getattr(callback, "takes_linkage", False)), log_linkage=linkage)
     log_bytes = raw["log"]
     parsed, decisions, defaults = _parsed_log(log_bytes)
     return CompileResult(module.name, raw["text_size"], decisions, defaults,
@@ -391,7 +408,8 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
             call_sites: bool = False, cache: TextSizeCache | None = None,
             forced_decisions: str | Sequence[int] | None = None, llvm: int | str | None = None,
             ir2vec_vocab: PathLike | None = None, feature_upkeep: str = "mlopt",
-            forced_callees: Mapping[str, int] | None = None) -> CompileResult:
+            forced_callees: Mapping[str, int] | None = None,
+            log_callee_linkage: bool | None = None) -> CompileResult:
     """Optimize ``module`` with ``pipeline`` (default ``default<Oz>``, or the
     corpus element's level) with ``policy`` deciding inlining, then generate
     object code in memory at the level clang would use for it.
@@ -404,7 +422,9 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     caller's) as a second array -- and returning 0 or 1: the slow path,
     for experiments. A callable whose attribute ``takes_default`` is true
     also gets the stock heuristic's decision for the site as a 39th
-    feature (``inlining_default``). An exception raised by the
+    feature (``inlining_default``); one whose ``takes_linkage`` is true,
+    then the callee's linkage class (``callee_linkage``: 0 external,
+    1 local, 2 linkonce, 3 available_externally, 4 other). An exception raised by the
     callable stops further calls (the heuristic decides the rest) and is
     re-raised when the compile ends.
 
@@ -437,37 +457,43 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     ``MLInlineAdvisor``, which recomputes the caller's dominator tree and
     loop info after every inlining). The features, decisions, logs and
     objects are the same; only the compile time differs.
+
+    ``log_callee_linkage``: the log also has ``callee_linkage`` (int64 [1],
+    before ``inlining_default``; not one of LLVM's columns), so it carries
+    every input of an ``inlining-linkage`` policy. None (default): when the
+    policy takes that input; otherwise LLVM's layout.
     """
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab else ""
     features = _feature_upkeep(feature_upkeep)
     if isinstance(policy, (str, os.PathLike)):
         policy = load_policy(policy, ir2vec_vocab=vocab)
     pool, callback = _resolve_policy(policy, vocab)
+    linkage = _takes_linkage(policy) if log_callee_linkage is None else bool(log_callee_linkage)
     module = _as_module(module, llvm)
     forced = _forced(forced_decisions)
     by_callee = {name: int(d) for name, d in (forced_callees or {}).items()}  # the engine checks them
     replay = getattr(cache, "replay", None) if codegen and not keep_object and not by_callee else None
     if replay is None or not replay.replayable(policy):
         return _compile(module, pool, callback, pipeline, log, codegen, keep_object, call_sites, cache, forced,
-                        vocab, features, by_callee)
-    key = _replay_key(module, pipeline, vocab)
+                        vocab, features, by_callee, linkage)
+    key = _replay_key(module, pipeline, vocab, linkage)
     hit = replay.lookup(key, policy, forced, call_sites)
     if hit is not None:
         return replayed(hit, log, call_sites)
     r = _compile(module, pool, callback, pipeline, True, codegen, keep_object, call_sites, cache, forced, vocab,
-                 features)
+                 features, linkage=linkage)
     replay.add(key, r)
     return replayed(r, log, call_sites, hit=False)
 
 
-def _replay_key(module: Module, pipeline: str | None, vocab: str) -> tuple:
+def _replay_key(module: Module, pipeline: str | None, vocab: str, linkage: bool = False) -> tuple:
     """What a compile's trajectory depends on besides its decisions: the
-    module's bitcode and how it is compiled."""
+    module's bitcode and how it is compiled (and its log's layout)."""
     digest = getattr(module, "_replay_digest", None)
     if digest is None:
         digest = module._replay_digest = hashlib.blake2b(module.bitcode, digest_size=16).digest()
     return (digest, module.llvm, pipeline or module.default_pipeline(), module.opt_level, module.target,
-            module.reloc_model, module.loop_vectorize, module.slp_vectorize, vocab)
+            module.reloc_model, module.loop_vectorize, module.slp_vectorize, vocab, linkage)
 
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,
@@ -484,8 +510,9 @@ def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLik
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab else ""
     features = _feature_upkeep(feature_upkeep)
     pool, callback = _resolve_policy(policy, vocab)
+    linkage = _takes_linkage(policy)
     run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object, vocab=vocab,  # noqa: E731
-                             features=features)
+                             features=features, linkage=linkage)
     return map_modules(run, mods, threads, on_result)
 
 

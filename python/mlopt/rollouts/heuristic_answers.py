@@ -15,7 +15,8 @@ objective qualify. A row is decided here only where every float32
 evaluation order picks the same action (:meth:`MLPPolicy.sure_of_inputs`);
 an item with a near-tie row, a policy deciding otherwise anywhere, a module
 the cache does not hold, or a policy of another kind is left to a rollout
-(None). So every answer is the one a rollout would return.
+(None). A policy that takes ``callee_linkage`` is checked against the
+trace that logged it (``trace_corpus(callee_linkage=True)``). So every answer is the one a rollout would return.
 
     answers = HeuristicAnswers()
     costs = answers.costs(policies, [(policy_index, entry), ...])   # float or None per item
@@ -43,6 +44,7 @@ class _Trajectory:
     size: int
     decisions: np.ndarray
     features: frozenset[str]
+    linkage: bool  # read from the trace that logged callee_linkage
     inputs: dict[tuple, np.ndarray] = field(default_factory=dict)
 
 
@@ -85,24 +87,24 @@ class HeuristicAnswers:
                 continue
             for c in sorted({items[k][0] for k in ks}):
                 asked.setdefault(c, []).append(name)
-        stacked: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        stacked: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, list[float]]] = {}
         for c, names in asked.items():
             policy = policies[c]
             tag = (*policy.normalization_key(), tuple(names))
             if tag not in stacked:
-                parts = [self._inputs(self._trajectories[entry_stamp(entries[n])], policy) for n in names]
+                held = [self._trajectory(entries[n], policy) for n in names]  # as the policy reads them
+                parts = [None if t is None else self._inputs(t, policy) for t in held]
                 if any(p is None for p in parts):
                     continue
                 bounds = np.cumsum([0] + [len(p) for p in parts])
-                decisions = np.concatenate([self._trajectories[entry_stamp(entries[n])].decisions for n in names])
-                stacked[tag] = (np.concatenate(parts), bounds, decisions)
-            x, bounds, decisions = stacked[tag]
+                decisions = np.concatenate([t.decisions for t in held])
+                stacked[tag] = (np.concatenate(parts), bounds, decisions, [float(t.size) for t in held])
+            x, bounds, decisions, sizes = stacked[tag]
             lead, unsure = policy.sure_of_inputs(x)
             same = (lead == decisions) & ~unsure
             agree = np.logical_and.reduceat(same, bounds[:-1]) if len(same) else np.zeros(0, bool)
-            for name, ok in zip(names, agree):
+            for name, ok, size in zip(names, agree, sizes):
                 if ok:
-                    size = float(self._trajectories[entry_stamp(entries[name])].size)
                     for k in by_module[name]:
                         if items[k][0] == c:
                             out[k] = size
@@ -112,12 +114,13 @@ class HeuristicAnswers:
     def _trajectory(self, entry: CorpusEntry, policy) -> _Trajectory | None:
         """The module's heuristic compile from the trace cache (None: not cached, or its log lacks a
         feature ``policy`` takes)."""
-        key = entry_stamp(entry)
+        linkage = _takes_linkage(policy)
+        key = (*entry_stamp(entry), linkage)
         if key in self._trajectories:
             self._trajectories.move_to_end(key)
             t = self._trajectories[key]
         else:
-            t = self._read(entry, policy)
+            t = self._read(entry, policy, linkage)
             self._trajectories[key] = t
             while len(self._trajectories) > self.max_modules:
                 self._trajectories.popitem(last=False)
@@ -125,18 +128,18 @@ class HeuristicAnswers:
             return None
         return t
 
-    def _read(self, entry: CorpusEntry, policy) -> _Trajectory | None:
+    def _read(self, entry: CorpusEntry, policy, linkage: bool) -> _Trajectory | None:
         from ..compiler.compile import _parsed_log
         from .trace_cache import recorded_compile
 
-        recorded = recorded_compile(self._cache_key(entry))
+        recorded = recorded_compile(self._cache_key(entry, linkage))
         if recorded is None:
             return None
         size, log_bytes = recorded
         parsed, decisions, defaults = _parsed_log(log_bytes)
         if not np.array_equal(decisions, defaults):  # not a heuristic's compile: leave it to the rollouts
             return None
-        t = _Trajectory(entry, int(size), decisions, frozenset(parsed.feature_names if parsed else ()))
+        t = _Trajectory(entry, int(size), decisions, frozenset(parsed.feature_names if parsed else ()), linkage)
         if len(decisions) and all(s.name in t.features for s in policy.problem.features):
             t.inputs[policy.normalization_key()] = policy.normalized(
                 {s.name: parsed[s.name] for s in policy.problem.features})
@@ -150,17 +153,23 @@ class HeuristicAnswers:
             from ..compiler.compile import _parsed_log
             from .trace_cache import recorded_compile
 
-            recorded = recorded_compile(self._cache_key(t.entry))
+            recorded = recorded_compile(self._cache_key(t.entry, t.linkage))
             if recorded is None or recorded[0] != t.size:
                 return None
             parsed = _parsed_log(recorded[1])[0]
             t.inputs[tag] = policy.normalized({s.name: parsed[s.name] for s in policy.problem.features})
         return t.inputs[tag]
 
-    def _cache_key(self, entry: CorpusEntry) -> str:
+    def _cache_key(self, entry: CorpusEntry, linkage: bool) -> str:
         from .._native import resolve_llvm
         from .tasks import default_ir2vec_vocab
         from .trace_cache import module_key
 
         vocab = default_ir2vec_vocab() if self.ir2vec_vocab is None else self.ir2vec_vocab
-        return module_key(entry, resolve_llvm(self.llvm), vocab)
+        return module_key(entry, resolve_llvm(self.llvm), vocab, linkage)
+
+
+def _takes_linkage(policy) -> bool:
+    from ..problems.inlining_linkage import LINKAGE
+
+    return LINKAGE in policy.problem.feature_names

@@ -60,6 +60,9 @@ class RolloutTask:
     # trace's cache holds for it (rollouts/trace_cache.py; keyed by the module, its command, LLVM and the
     # engine's build), so a policy deciding as the heuristic throughout compiles nothing. The same sizes.
     start_from_trace: bool = True
+    # The log also has callee_linkage (compile(log_callee_linkage=True)): a trace for the inlining-linkage problem.
+    # A policy that takes it logs it anyway.
+    callee_linkage: bool = False
 
 
 @dataclass
@@ -180,12 +183,13 @@ def _size_rollout(task: RolloutTask) -> Rollout:
     module = _module(task.entry, task.llvm)
     vocab = ir2vec_vocab_of(task)
     policy = _rollout_policy(task, vocab)
+    linkage = task.callee_linkage or _takes_linkage(policy)
     start = time.perf_counter()
     cache = _cache(module.llvm, task.cache) if task.cache else None
     if cache is not None and task.start_from_trace and not task.call_sites:
-        _start_from_trace(cache, task.entry, module, vocab)
+        _start_from_trace(cache, task.entry, module, vocab, linkage)
     r = compile(module, policy, log=True, call_sites=task.call_sites, cache=cache, forced_decisions=task.forced,
-                ir2vec_vocab=vocab or None, forced_callees=dict(task.forced_callees))
+                ir2vec_vocab=vocab or None, forced_callees=dict(task.forced_callees), log_callee_linkage=linkage)
     llvm_seconds = time.perf_counter() - start
     return Rollout(task.entry.name, r.text_size, int(len(r.decisions)), int(r.decisions.sum()),
                    int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,
@@ -194,15 +198,29 @@ def _size_rollout(task: RolloutTask) -> Rollout:
                    module.notes, r.cache_hit, llvm_seconds, cost=float(r.text_size))
 
 
-def _start_from_trace(cache, entry: CorpusEntry, module, vocab: str) -> None:
-    """Gives ``cache``'s trajectory replay the heuristic's compile of the module from mlopt trace's cache,
-    once: unless replay already holds a compile of it, or the cache had none (remembered)."""
-    if cache.replay is None or cache.knows(module, ir2vec_vocab=vocab):
+def _takes_linkage(policy) -> bool:
+    """Whether a rollout's policy takes callee_linkage (its compile then logs it)."""
+    from ..problems.inlining_linkage import LINKAGE
+
+    if policy is None:
+        return False
+    inputs = getattr(policy, "inputs", None)  # a loaded policy: its model's inputs
+    if inputs is not None:
+        return LINKAGE in inputs
+    problem = getattr(policy, "problem", None)
+    return problem is not None and LINKAGE in problem.feature_names
+
+
+def _start_from_trace(cache, entry: CorpusEntry, module, vocab: str, linkage: bool = False) -> None:
+    """Gives ``cache``'s trajectory replay the heuristic's compile of the module from mlopt trace's cache
+    (the trace with ``callee_linkage`` logged, when ``linkage``), once: unless replay already holds a compile
+    of it, or the cache had none (remembered)."""
+    if cache.replay is None or cache.knows(module, ir2vec_vocab=vocab, callee_linkage=linkage):
         return
-    seen = (*entry_stamp(entry), module.llvm, vocab)
+    seen = (*entry_stamp(entry), module.llvm, vocab, linkage)
     if seen in _UNTRACED:
         return
-    recorded = recorded_compile(module_key(entry, module.llvm, vocab))
+    recorded = recorded_compile(module_key(entry, module.llvm, vocab, linkage))
     if recorded is None:
         if len(_UNTRACED) >= 65536:
             _UNTRACED.clear()

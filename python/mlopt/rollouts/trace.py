@@ -22,30 +22,40 @@ from .trace_cache import module_key, recorded_compile, store_compile
 def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = None, use_cache: bool = True,
                  workers: int | None = None, ray: str | None = None, timeout: float | None = None, pool=None,
                  quiet: bool = False, llvm: int | str | None = None,
-                 ir2vec_vocab: str | os.PathLike | None = None, exclude: Sequence[str] = ()) -> TraceDataset:
+                 ir2vec_vocab: str | os.PathLike | None = None, exclude: Sequence[str] = (),
+                 callee_linkage: bool = False) -> TraceDataset:
     """Traces every module of ``corpus`` (or the named ``modules``) with
     LLVM ``llvm`` (default :func:`mlopt._native.default_llvm`). Modules
     that fail are left out and listed in ``meta["failed"]``; the modules of
     the ``exclude`` packages are left out too (``meta["excluded"]``). With an IR2Vec
     vocabulary (default ``$MLOPT_IR2VEC_VOCAB``; LLVM 22) the logs carry
-    the embeddings and ``meta["problem"]`` is ``inlining-ir2vec:<dim>``."""
+    the embeddings and ``meta["problem"]`` is ``inlining-ir2vec:<dim>``. With
+    ``callee_linkage`` the logs also have the callee's linkage class (the
+    ``inlining-linkage`` problem's 40th input; its ``meta["problem"]``)."""
     from ..compiler import inlining_problem
 
     major = _native.resolve_llvm(llvm)
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab is not None else default_ir2vec_vocab()
     vocab = str(Path(vocab).resolve()) if vocab else ""
     problem = inlining_problem(vocab or None)
+    if callee_linkage:
+        if vocab:
+            raise ValueError("trace_corpus: callee_linkage with an IR2Vec vocabulary is no problem mlopt has "
+                             "(inlining-linkage takes no embeddings)")
+        from ..problems import get as get_problem
+
+        problem = get_problem("inlining-linkage")
     started = time.monotonic()
     entries = corpus_entries(corpus, exclude)
     if modules is not None:
         wanted = set(modules)
         entries = [e for e in entries if e.name in wanted]
-    keys = [module_key(e, major, vocab) for e in entries]
+    keys = [module_key(e, major, vocab, callee_linkage) for e in entries]
     found = {i: c for i, k in enumerate(keys) if use_cache and (c := recorded_compile(k)) is not None}
     todo = [i for i in range(len(entries)) if i not in found]
     # these are the modules the cache lacks: no worker need look them up again (start_from_trace)
-    tasks = [RolloutTask(entries[i], None, log=True, llvm=major, ir2vec_vocab=vocab, start_from_trace=False)
-             for i in todo]
+    tasks = [RolloutTask(entries[i], None, log=True, llvm=major, ir2vec_vocab=vocab, start_from_trace=False,
+                         callee_linkage=callee_linkage) for i in todo]
     results = run_rollouts(tasks, pool=pool, workers=workers, ray=ray, timeout=timeout, quiet=quiet,
                            desc="tracing") if tasks else []
     for i, r in zip(todo, results):

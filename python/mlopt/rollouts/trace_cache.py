@@ -1,7 +1,7 @@
 """The heuristic's compile of each corpus module, kept on disk: its ``.text``
 size and training log under ``<cache>/traces``, keyed by what the compile
 depends on (module bitcode, its command line, LLVM version, mlopt version,
-the engine's build, IR2Vec vocabulary). ``mlopt trace`` writes and reads it; rollout workers
+the engine's build, IR2Vec vocabulary, whether the log has ``callee_linkage``). ``mlopt trace`` writes and reads it; rollout workers
 read it to start a module's trajectory replay from the heuristic's compile
 (:func:`recorded_compile`: None when the cache has no entry)."""
 
@@ -28,10 +28,12 @@ def engine_digest(llvm: int) -> str:
     return hashlib.sha256(Path(_native.engine(llvm).__file__).read_bytes()).hexdigest()
 
 
-def module_key(entry: CorpusEntry, llvm: int, ir2vec_vocab: str = "") -> str:
-    """What a module's compile depends on, hashed."""
+def module_key(entry: CorpusEntry, llvm: int, ir2vec_vocab: str = "", callee_linkage: bool = False) -> str:
+    """What a module's compile depends on (and its log's layout), hashed."""
     h = hashlib.sha256()
     h.update(KIND.encode())
+    if callee_linkage:
+        h.update(b"\0callee_linkage")
     if ir2vec_vocab:
         h.update(b"\0ir2vec\0" + Path(ir2vec_vocab).read_bytes())
     h.update(_native.engine(llvm).llvm_version.encode() + b"\0" + _native.version().encode() + b"\0")

@@ -41,6 +41,7 @@ struct AdvisorState {
   StringSink *LogSink = nullptr; // owned by Log
   std::unique_ptr<TrainingLogWriter> Log;
   DecisionTrace *Sites = nullptr; // the compile's decisions (and names)
+  bool LogCalleeLinkage = false;
   bool IR2Vec = false;
   InlineFeatures Features = InlineFeatures::Mlopt;
 };
@@ -58,7 +59,7 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
     if (!S->Log) {
       auto Sink = std::make_unique<StringSink>();
       S->LogSink = Sink.get();
-      S->Log = std::make_unique<TrainingLogWriter>(std::move(Sink), trainingLogFeatures(Runner));
+      S->Log = std::make_unique<TrainingLogWriter>(std::move(Sink), trainingLogFeatures(Runner, S->LogCalleeLinkage));
       S->Log->switchContext("");
     }
     return S->Log.get();
@@ -232,6 +233,7 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
   State.Sites = &Trace;
   State.IR2Vec = Vocab != nullptr;
   State.Features = Options.Features;
+  State.LogCalleeLinkage = Options.LogCalleeLinkage;
   {
     std::unique_ptr<TargetMachine> TM = createOptTargetMachine(*M, Options.RelocModel);
     std::optional<PipelineTuningOptions> Tuning;

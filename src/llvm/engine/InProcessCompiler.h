@@ -68,6 +68,9 @@ struct CompileOptions {
   int LoopVectorize = -1;
   int SLPVectorize = -1;
   bool KeepObject = false;
+  /// The training log also has callee_linkage before inlining_default
+  /// (trainingLogFeatures; the inlining-linkage problem's 40th input).
+  bool LogCalleeLinkage = false;
   /// Names the caller and callee of every logged decision (CallSites).
   bool RecordCallSites = false;
   /// '0'/'1' per decision: the inliner's first ForcedDecisions.size()

@@ -1,7 +1,8 @@
 //===- CallbackRunner.h - A function as the inliner's policy -----*- C++ -*-===//
 //
 // Contract: an InlinePolicyRunner that hands each call site's inputs and the
-// stock heuristic's decision to a function and answers what it returns. The
+// stock heuristic's decision and the callee's linkage class (tellCallee) to a
+// function and answers what it returns. The
 // function sees the int64 inputs as one contiguous row (the 38 features, in
 // inputs() order) and the float inputs (IR2Vec's callee_embedding then
 // caller_embedding on LLVM 22 with a vocabulary; none otherwise) as a
@@ -23,7 +24,8 @@
 namespace mlopt {
 
 using InlineDecisionFunction = std::function<int64_t(
-    const int64_t *Ints, size_t IntCount, const float *Floats, size_t FloatCount, int64_t Default)>;
+    const int64_t *Ints, size_t IntCount, const float *Floats, size_t FloatCount, int64_t Default,
+    int64_t CalleeLinkage)>;
 
 class CallbackRunner final : public InlinePolicyRunner {
 public:
@@ -55,7 +57,8 @@ public:
 private:
   void *evaluateUntyped() override {
     try { // nothing may unwind through LLVM's frames
-      Decision = Decide(Ints.data(), Ints.size(), Floats.data(), Floats.size(), defaultDecision());
+      Decision = Decide(Ints.data(), Ints.size(), Floats.data(), Floats.size(), defaultDecision(),
+                        calleeLinkage());
     } catch (...) {
       Decision = defaultDecision();
     }

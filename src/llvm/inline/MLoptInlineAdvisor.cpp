@@ -11,10 +11,13 @@ using namespace llvm;
 
 namespace mlopt {
 
-std::vector<mlopt::TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Runner) {
+std::vector<mlopt::TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Runner,
+                                                  bool CalleeLinkage) {
   std::vector<mlopt::TensorSpec> Specs = Runner.inputs();
   for (const mlopt::TensorSpec &S : Runner.extraOutputs())
     Specs.push_back(S);
+  if (CalleeLinkage)
+    Specs.push_back(mlopt::TensorSpec(CalleeLinkageInput, TensorType::Int64, {1}));
   Specs.push_back(fromLLVM(DefaultDecisionSpec));
   Specs.push_back(fromLLVM(InlineDecisionSpec));
   return Specs;
@@ -155,6 +158,11 @@ MLoptInlineAdvisorT<AdvisorBase, AdviceBase>::MLoptInlineAdvisorT(
       Runner(static_cast<InlinePolicyRunner &>(*this->ModelRunner)), Sites(Sites) {
   if (LogFor)
     Log = LogFor(M.getContext(), Runner);
+  if (Log) {
+    size_t Own = Runner.inputs().size() + Runner.extraOutputs().size();
+    const std::vector<mlopt::TensorSpec> &Specs = Log->features();
+    LogsLinkage = Specs.size() == Own + 3 && Specs[Own].name() == CalleeLinkageInput;
+  }
 }
 
 template <class AdvisorBase, class AdviceBase>
@@ -195,6 +203,10 @@ MLoptInlineAdvisorT<AdvisorBase, AdviceBase>::getAdviceFromModel(CallBase &CB,
   const std::vector<mlopt::TensorSpec> &Extras = Runner.extraOutputs();
   for (size_t I = 0; I < Extras.size(); ++I)
     Row.append(static_cast<const char *>(Runner.extraOutputData(I)), Extras[I].byteSize());
+  if (LogsLinkage) {
+    int64_t Linkage = Runner.calleeLinkage();
+    Row.append(reinterpret_cast<const char *>(&Linkage), sizeof(Linkage));
+  }
   return std::make_unique<LoggingAdvice<AdvisorBase, AdviceBase>>(this, CB, ORE, Decision, Default,
                                                                   std::move(Row), *Log, Sites);
 }

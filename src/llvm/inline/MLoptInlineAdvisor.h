@@ -12,8 +12,9 @@
 // heuristic's decision first. LogFor is asked once, with the final runner,
 // for the training log (nullptr: none). Each decision is written when the
 // inliner records it (after acting), in LLVM's development-mode layout: the
-// runner's inputs, its extra outputs, inlining_default, inlining_decision;
-// context "". Mandatory inlinings are
+// runner's inputs, its extra outputs, then (when LogFor's log has that
+// column, trainingLogFeatures(Runner, true)) callee_linkage, then
+// inlining_default, inlining_decision; context "". Mandatory inlinings are
 // neither evaluated nor logged, as in LLVM. No exception from the log
 // reaches LLVM: a failing destination is one error diagnostic, the log is
 // discarded (TrainingLogWriter), and compilation goes on without it.
@@ -47,8 +48,12 @@ namespace mlopt {
 using TrainingLogProvider =
     std::function<TrainingLogWriter *(llvm::LLVMContext &, const InlinePolicyRunner &)>;
 
-/// The header specs of the development-mode log for a runner.
-std::vector<TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Runner);
+/// The header specs of the development-mode log for a runner: its inputs,
+/// its extra outputs, with CalleeLinkage callee_linkage (int64 [1],
+/// calleeLinkageClass of the site's callee; not one of LLVM's columns),
+/// inlining_default, inlining_decision.
+std::vector<TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Runner,
+                                            bool CalleeLinkage = false);
 
 /// Reports a training log that cannot be written as one error diagnostic:
 /// "mlopt: cannot write training log 'PATH': No space left on device".
@@ -87,6 +92,7 @@ protected:
 private:
   InlinePolicyRunner &Runner;
   TrainingLogWriter *Log = nullptr;
+  bool LogsLinkage = false; // the log has callee_linkage before inlining_default
   DecisionTrace *Sites;
 };
 

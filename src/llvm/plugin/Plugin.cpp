@@ -73,6 +73,12 @@ cl::opt<bool> TrainingLogOverwrite("mlopt-inline-training-log-overwrite", cl::in
                                    cl::desc("mlopt: replace an existing training log (default: "
                                             "an existing log is an error)"));
 
+cl::opt<bool> TrainingLogCalleeLinkage(
+    "mlopt-inline-log-callee-linkage", cl::init(false), cl::cat(Category),
+    cl::desc("mlopt: the training log also has callee_linkage (int64, before inlining_default): "
+             "the callee's linkage class, 0 external, 1 local, 2 linkonce, "
+             "3 available_externally, 4 other (the inlining-linkage problem's 40th input)"));
+
 cl::opt<std::string>
     ModelPath("mlopt-inline-model", cl::value_desc("path"), cl::cat(Category),
               cl::desc("mlopt: the inlining policy: a .tflite file, a model directory "
@@ -217,7 +223,7 @@ mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const Module &M,
   try {
     mlopt::makeParentDirectory(Path);
     It->second = std::make_unique<mlopt::TrainingLogWriter>(
-        mlopt::FdSink::create(Path, TrainingLogOverwrite), mlopt::trainingLogFeatures(Runner));
+        mlopt::FdSink::create(Path, TrainingLogOverwrite), mlopt::trainingLogFeatures(Runner, TrainingLogCalleeLinkage));
     It->second->switchContext("");
   } catch (const mlopt::FileError &E) {
     It->second.reset();
