@@ -232,3 +232,36 @@ def test_policy_check_finds_the_problem_from_the_models_inputs(module, ruled, mi
     assert "policy for inlining-linkage; 40 features bound" in capsys.readouterr().out
     assert main(["policy", "check", str(tflite), "--log", str(tmp_path / "m.log")]) == 2
     assert "no callee_linkage column for this inlining-linkage policy" in capsys.readouterr().err
+
+
+def test_trace_with_the_linkage_answers_for_linkage_policies(mini_corpus, tmp_path, monkeypatch):
+    """trace_corpus(callee_linkage=True): the heuristic's logs with the column (its own cache entries; the
+    plain trace unchanged), meta problem inlining-linkage. HeuristicAnswers answers a linkage policy only
+    from that trace, with the size a real rollout of the policy gives."""
+    from mlopt.corpus import corpus_entries
+    from mlopt.problems.inlining import FEATURES
+    from mlopt.problems.inlining_default.prior import with_default_prior
+    from mlopt.problems.inlining_linkage.rule import with_linkage_input
+    from mlopt.rollouts import RolloutTask, trace_corpus
+    from mlopt.rollouts.heuristic_answers import HeuristicAnswers
+    from mlopt.rollouts.tasks import run_rollout
+
+    monkeypatch.setenv("MLOPT_CACHE", str(tmp_path / "cache"))
+    entries = corpus_entries(mini_corpus)
+    plain = trace_corpus(mini_corpus, quiet=True)
+    logs = [mlopt.compile(m).log for m in mlopt.load_corpus(mini_corpus)]
+    vocab = mlopt.Vocab.from_logs(logs, num_buckets=50, features=FEATURES)
+    policy = with_linkage_input(with_default_prior(mlopt.InlinePolicy.random(vocab, hidden=(8,), seed=3), 20.0))
+    items = [(0, e) for e in entries]
+    assert HeuristicAnswers().costs([policy], items) == [None] * len(items)  # the plain trace lacks the column
+    linked = trace_corpus(mini_corpus, quiet=True, callee_linkage=True)
+    assert linked.meta["problem"] == "inlining-linkage" and linked.meta["compiled"] == len(entries)
+    assert "callee_linkage" in linked.columns and "callee_linkage" not in plain.columns
+    assert np.array_equal(linked.text_size, plain.text_size)
+    assert set(np.unique(linked.columns["callee_linkage"])) <= {0, 1, 2, 3, 4}
+    assert trace_corpus(mini_corpus, quiet=True).meta["compiled"] == 0  # the plain entries are still there
+    got = HeuristicAnswers().costs([policy], items)
+    assert None not in got
+    path = policy.export(tmp_path / "p")
+    for (_, e), v in zip(items, got):
+        assert v == run_rollout(RolloutTask(e, str(path), cache=False)).text_size, e.name
