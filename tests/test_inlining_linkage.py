@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import mlopt
-from mlopt.errors import PolicyError
 from mlopt.problems import get
 from tests.support.llvm import opt
 

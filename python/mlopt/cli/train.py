@@ -102,10 +102,9 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe, prepare=None)
         baseline = _objective_baseline(problem, corpora, train + validation, pool, args.quiet)
         distilled = None
         if args.hidden is not None and [w.shape[0] for w, _ in policy.layers[:-1]] != list(args.hidden):
-            from ..rollouts import trace_corpus
             from ..training.distill import distill
 
-            policy, agreement = distill(policy, trace_corpus(args.corpus, pool=pool, quiet=True).columns,
+            policy, agreement = distill(policy, _trace(args.corpus, policy, pool).columns,
                                         args.hidden, seed=args.seed)
             distilled = {"hidden": list(args.hidden), "agreement_with_init": agreement}
         train = [e for e in train if e.name in baseline]
@@ -176,9 +175,7 @@ def cmd_train_es(args) -> int:
     def make_trainer(policy, train, baseline, out, cfg, *, validation, pool):
         sites = None
         if cfg.project or cfg.hold_flip_share:  # the training modules' call-site features: their trace (cached)
-            from ..rollouts import trace_corpus
-
-            sites = trace_corpus(args.corpus, pool=pool, quiet=True).batches()
+            sites = _trace(args.corpus, policy, pool).batches()
         return ESTrainer(policy, train, baseline, out, cfg, validation=validation, pool=pool, sites=sites)
 
     prepare = None
@@ -191,10 +188,9 @@ def cmd_train_es(args) -> int:
 
 def _flip_share_sigma(policy, args, train: list, pool, cfg) -> tuple[float, dict]:
     """ES's sigma for --flip-share, on the training modules' trace (the same bits on any machine)."""
-    from ..rollouts import trace_corpus
     from ..training.sigma_calibration import calibrate_sigma, flip_probe
 
-    ds = trace_corpus(args.corpus, pool=pool, quiet=True)
+    ds = _trace(args.corpus, policy, pool)
     keep = {e.name for e in train}  # not the --exclude'd packages
     probe = flip_probe(policy, ds.columns, ds.module_rows, among=[i for i, m in enumerate(ds.modules) if m in keep])
     cal = calibrate_sigma(policy, probe, args.flip_share, start=args.sigma, samples=16,
@@ -229,7 +225,6 @@ def cmd_train_flip_gradient(args) -> int:
     def make_trainer(policy, train, baseline, out, cfg, *, validation, pool):
         from ..problems.inlining_default import PROBLEM as DEFAULT_INFORMED
         from ..problems.inlining_default.prior import carried_vote_mask
-        from ..rollouts import trace_corpus
         from ._common import UsageError
 
         frozen = None
@@ -239,7 +234,7 @@ def cmd_train_flip_gradient(args) -> int:
                                  f"default-prior); {args.init} is a {policy.problem.name!r} policy"
                                  + ("" if len(policy.layers) >= 2 else " without a hidden layer"))
             frozen = carried_vote_mask(policy)
-        sites = trace_corpus(args.corpus, pool=pool, quiet=True).batches()  # the step's probe (cached trace)
+        sites = _trace(args.corpus, policy, pool).batches()  # the step's probe (cached trace)
         return FlipGradientTrainer(policy, train, baseline, out, cfg, sites=sites, validation=validation, pool=pool,
                                    frozen=frozen)
 
@@ -269,7 +264,7 @@ def _objective_baseline(problem, corpora: list[str], entries: list, pool, quiet:
     """The heuristic's cost (the problem's objective) of every module: .text
     sizes from the corpus traces (cached), or measured here."""
     if problem.objective == "text_size":
-        return _baselines(corpora, pool, quiet)[0]
+        return _baselines(corpora, pool, quiet, _takes_linkage(problem))[0]
     from ..training.validation import costs_of
 
     costs = costs_of([(None, e) for e in entries], problem.name, pool=pool, quiet=quiet,
@@ -277,13 +272,28 @@ def _objective_baseline(problem, corpora: list[str], entries: list, pool, quiet:
     return {e.name: c for e, c in zip(entries, costs) if c is not None}
 
 
-def _baselines(corpora: list[str], pool, quiet: bool) -> tuple[dict[str, int], list]:
-    """Heuristic .text sizes of every module of the corpora, and their traces."""
+def _takes_linkage(problem) -> bool:
+    from ..problems.inlining_linkage import LINKAGE
+
+    return LINKAGE in problem.feature_names
+
+
+def _trace(corpus, policy, pool, quiet: bool = True):
+    """The corpus' trace (cached) with every column the policy takes: with callee_linkage for an
+    inlining-linkage policy."""
+    from ..rollouts import trace_corpus
+
+    return trace_corpus(corpus, pool=pool, quiet=quiet, callee_linkage=_takes_linkage(policy.problem))
+
+
+def _baselines(corpora: list[str], pool, quiet: bool, callee_linkage: bool = False) -> tuple[dict[str, int], list]:
+    """Heuristic .text sizes of every module of the corpora, and their traces (with the callee's linkage
+    for a policy that takes it: the traces the trainer's in-process answers read)."""
     from ..rollouts import trace_corpus
 
     baseline, traces = {}, []
     for corpus in corpora:
-        ds = trace_corpus(corpus, pool=pool, quiet=quiet)
+        ds = trace_corpus(corpus, pool=pool, quiet=quiet, callee_linkage=callee_linkage)
         baseline.update({m: int(s) for m, s in zip(ds.modules, ds.text_size)})
         traces.append(ds)
     return baseline, traces
@@ -341,7 +351,7 @@ def cmd_train_search(args) -> int:
         train = corpus_entries(args.corpus, args.exclude)
         validation = corpus_entries(args.validation, args.exclude) if args.validation else []
         baseline, traces = _baselines([args.corpus] + ([args.validation] if args.validation else []), pool,
-                                      args.quiet)
+                                      args.quiet, _takes_linkage(policy.problem))
         validation = [e for e in validation if e.name in baseline]
         chosen, report = search_and_imitate(
             policy, traces[0], [e for e in train if e.name in baseline], out, cfg, pool=pool, say=say,

@@ -36,9 +36,8 @@ from ..policy import LoadedPolicy, MLPPolicy
 from ..problems import get as get_problem
 from ..problems import inlining
 from ..problems import load_policy as load_problem_policy
-from .replay import TrajectoryReplay, replayed
-
 from ..problems.inlining_linkage import LINKAGE  # its 40th input, logged on request
+from .replay import TrajectoryReplay, replayed
 
 PathLike = str | os.PathLike
 

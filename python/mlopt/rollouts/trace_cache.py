@@ -1,7 +1,8 @@
 """The heuristic's compile of each corpus module, kept on disk: its ``.text``
 size and training log under ``<cache>/traces``, keyed by what the compile
 depends on (module bitcode, its command line, LLVM version, mlopt version,
-the engine's build, IR2Vec vocabulary, whether the log has ``callee_linkage``). ``mlopt trace`` writes and reads it; rollout workers
+the engine's build, IR2Vec vocabulary, whether the log has
+``callee_linkage``). ``mlopt trace`` writes and reads it; rollout workers
 read it to start a module's trajectory replay from the heuristic's compile
 (:func:`recorded_compile`: None when the cache has no entry)."""
 
