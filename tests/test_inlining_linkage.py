@@ -264,3 +264,32 @@ def test_trace_with_the_linkage_answers_for_linkage_policies(mini_corpus, tmp_pa
     path = policy.export(tmp_path / "p")
     for (_, e), v in zip(items, got):
         assert v == run_rollout(RolloutTask(e, str(path), cache=False)).text_size, e.name
+
+
+def test_the_cli_traces_and_trains_on_the_linkage(mini_corpus, tmp_path, capsys, monkeypatch):
+    """mlopt trace --callee-linkage -> train bc (the problem from the trace: inlining-linkage) -> train es
+    with --flip-share (calibrated on the linkage trace) -> the exported .so runs, fed the linkage."""
+    import json
+
+    from mlopt.cli import main
+    from mlopt.problems import load_weights
+    from mlopt.rollouts import TraceDataset
+
+    monkeypatch.setenv("MLOPT_CACHE", str(tmp_path / "cache"))
+    assert main(["trace", str(mini_corpus), "-o", str(tmp_path / "t.npz"), "--workers", "1", "--quiet",
+                 "--callee-linkage"]) == 0
+    capsys.readouterr()
+    ds = TraceDataset.load(tmp_path / "t.npz")
+    assert ds.meta["problem"] == "inlining-linkage" and "callee_linkage" in ds.columns
+    assert main(["train", "bc", str(tmp_path / "t.npz"), "-o", str(tmp_path / "bc"), "--epochs", "2",
+                 "--hidden", "8", "--quiet"]) == 0
+    capsys.readouterr()
+    assert load_weights(tmp_path / "bc" / "policy.npz").problem.name == "inlining-linkage"
+    assert main(["train", "es", str(mini_corpus), "--init", str(tmp_path / "bc"), "-o", str(tmp_path / "es"),
+                 "--iterations", "1", "--perturbations", "1", "--modules", "2", "--workers", "2", "--quiet",
+                 "--flip-share", "0.06", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    policy = mlopt.load_policy(summary["files"]["policy_so"])
+    assert policy.problem.name == "inlining-linkage"
+    module = mlopt.load_corpus(mini_corpus)[0]
+    assert "callee_linkage" in mlopt.compile(module, policy).log.feature_names
