@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import mlopt
+from mlopt.errors import ProblemError
 from mlopt.problems import get
 from tests.support.llvm import opt
 
@@ -109,6 +110,7 @@ def test_log_has_the_linkage_on_request_and_a_numpy_policy_decides_as_its_export
         assert np.array_equal(mine.decisions, _expected(mine.call_sites, mine.default_decisions, k)), k
         assert np.array_equal(mine.decisions, theirs.decisions) and mine.log_bytes == theirs.log_bytes
         assert np.array_equal(policy.decide({s.name: mine.log[s.name] for s in PROBLEM.features}), mine.decisions)
+        assert mlopt.compile_many([module], tflite, threads=1)[0].log_bytes == theirs.log_bytes  # a path too
 
 
 def test_trajectory_replay_keeps_the_two_log_layouts_apart(module, ruled):
@@ -259,6 +261,8 @@ def test_trace_with_the_linkage_answers_for_linkage_policies(mini_corpus, tmp_pa
     assert np.array_equal(linked.text_size, plain.text_size)
     assert set(np.unique(linked.columns["callee_linkage"])) <= {0, 1, 2, 3, 4}
     assert trace_corpus(mini_corpus, quiet=True).meta["compiled"] == 0  # the plain entries are still there
+    with pytest.raises(ProblemError, match="inlining-linkage takes no embeddings"):
+        trace_corpus(mini_corpus, quiet=True, callee_linkage=True, ir2vec_vocab=tmp_path / "vocab.json")
     got = HeuristicAnswers().costs([policy], items)
     assert None not in got
     path = policy.export(tmp_path / "p")

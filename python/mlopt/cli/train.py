@@ -264,7 +264,9 @@ def _objective_baseline(problem, corpora: list[str], entries: list, pool, quiet:
     """The heuristic's cost (the problem's objective) of every module: .text
     sizes from the corpus traces (cached), or measured here."""
     if problem.objective == "text_size":
-        return _baselines(corpora, pool, quiet, _takes_linkage(problem))[0]
+        from ..problems.inlining_linkage import takes_linkage
+
+        return _baselines(corpora, pool, quiet, takes_linkage(problem))[0]
     from ..training.validation import costs_of
 
     costs = costs_of([(None, e) for e in entries], problem.name, pool=pool, quiet=quiet,
@@ -272,18 +274,13 @@ def _objective_baseline(problem, corpora: list[str], entries: list, pool, quiet:
     return {e.name: c for e, c in zip(entries, costs) if c is not None}
 
 
-def _takes_linkage(problem) -> bool:
-    from ..problems.inlining_linkage import LINKAGE
-
-    return LINKAGE in problem.feature_names
-
-
 def _trace(corpus, policy, pool, quiet: bool = True):
     """The corpus' trace (cached) with every column the policy takes: with callee_linkage for an
     inlining-linkage policy."""
+    from ..problems.inlining_linkage import takes_linkage
     from ..rollouts import trace_corpus
 
-    return trace_corpus(corpus, pool=pool, quiet=quiet, callee_linkage=_takes_linkage(policy.problem))
+    return trace_corpus(corpus, pool=pool, quiet=quiet, callee_linkage=takes_linkage(policy))
 
 
 def _baselines(corpora: list[str], pool, quiet: bool, callee_linkage: bool = False) -> tuple[dict[str, int], list]:
@@ -326,6 +323,7 @@ def cmd_train_search(args) -> int:
 
     from .._native import default_llvm
     from ..corpus import corpus_entries
+    from ..problems.inlining_linkage import takes_linkage
     from ..training.callee_search import CalleeSearch
     from ..training.local_search import SearchConfig, TrajectorySearch, search_and_imitate
     from ..training.validation import total_delta_percent
@@ -351,7 +349,7 @@ def cmd_train_search(args) -> int:
         train = corpus_entries(args.corpus, args.exclude)
         validation = corpus_entries(args.validation, args.exclude) if args.validation else []
         baseline, traces = _baselines([args.corpus] + ([args.validation] if args.validation else []), pool,
-                                      args.quiet, _takes_linkage(policy.problem))
+                                      args.quiet, takes_linkage(policy))
         validation = [e for e in validation if e.name in baseline]
         chosen, report = search_and_imitate(
             policy, traces[0], [e for e in train if e.name in baseline], out, cfg, pool=pool, say=say,

@@ -36,7 +36,7 @@ from ..policy import LoadedPolicy, MLPPolicy
 from ..problems import get as get_problem
 from ..problems import inlining
 from ..problems import load_policy as load_problem_policy
-from ..problems.inlining_linkage import LINKAGE  # its 40th input, logged on request
+from ..problems.inlining_linkage import LINKAGE, takes_linkage  # its 40th input, logged on request
 from .replay import TrajectoryReplay, replayed
 
 PathLike = str | os.PathLike
@@ -267,15 +267,6 @@ def inlining_problem(ir2vec_vocab: PathLike | None = None):
     return inlining.with_ir2vec(inlining.ir2vec_dimension(ir2vec_vocab)) if ir2vec_vocab else inlining.PROBLEM
 
 
-def _takes_linkage(policy) -> bool:
-    """Whether the policy (resolved: a loaded policy, an MLP, a callable) takes ``callee_linkage``."""
-    if isinstance(policy, LoadedPolicy):
-        return LINKAGE in policy.inputs
-    if isinstance(policy, MLPPolicy):
-        return LINKAGE in policy.problem.feature_names
-    return bool(getattr(policy, "takes_linkage", False))
-
-
 def _takes_embeddings(problem) -> bool:
     return any(name in problem.feature_names for name in inlining.EMBEDDINGS)
 
@@ -467,7 +458,7 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     if isinstance(policy, (str, os.PathLike)):
         policy = load_policy(policy, ir2vec_vocab=vocab)
     pool, callback = _resolve_policy(policy, vocab)
-    linkage = _takes_linkage(policy) if log_callee_linkage is None else bool(log_callee_linkage)
+    linkage = takes_linkage(policy) if log_callee_linkage is None else bool(log_callee_linkage)
     module = _as_module(module, llvm)
     forced = _forced(forced_decisions)
     by_callee = {name: int(d) for name, d in (forced_callees or {}).items()}  # the engine checks them
@@ -508,8 +499,10 @@ def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLik
     mods = [_as_module(m, llvm) for m in modules]
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab else ""
     features = _feature_upkeep(feature_upkeep)
+    if isinstance(policy, (str, os.PathLike)):
+        policy = load_policy(policy, ir2vec_vocab=vocab)
     pool, callback = _resolve_policy(policy, vocab)
-    linkage = _takes_linkage(policy)
+    linkage = takes_linkage(policy)
     run = lambda m: _compile(m, pool, callback, pipeline, log, codegen, keep_object, vocab=vocab,  # noqa: E731
                              features=features, linkage=linkage)
     return map_modules(run, mods, threads, on_result)

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..corpus import CorpusEntry
 from ..policy import MLPPolicy
+from ..problems.inlining_linkage import takes_linkage
 from .tasks import entry_stamp
 
 
@@ -114,7 +115,7 @@ class HeuristicAnswers:
     def _trajectory(self, entry: CorpusEntry, policy) -> _Trajectory | None:
         """The module's heuristic compile from the trace cache (None: not cached, or its log lacks a
         feature ``policy`` takes)."""
-        linkage = _takes_linkage(policy)
+        linkage = takes_linkage(policy)
         key = (*entry_stamp(entry), linkage)
         if key in self._trajectories:
             self._trajectories.move_to_end(key)
@@ -168,8 +169,3 @@ class HeuristicAnswers:
         vocab = default_ir2vec_vocab() if self.ir2vec_vocab is None else self.ir2vec_vocab
         return module_key(entry, resolve_llvm(self.llvm), vocab, linkage)
 
-
-def _takes_linkage(policy) -> bool:
-    from ..problems.inlining_linkage import LINKAGE
-
-    return LINKAGE in policy.problem.feature_names

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..corpus import CorpusEntry
+from ..problems.inlining_linkage import takes_linkage
 from .trace_cache import module_key, recorded_compile
 
 # An IR2Vec vocabulary for every rollout that names none (LLVM 22): the CLI's
@@ -183,7 +184,7 @@ def _size_rollout(task: RolloutTask) -> Rollout:
     module = _module(task.entry, task.llvm)
     vocab = ir2vec_vocab_of(task)
     policy = _rollout_policy(task, vocab)
-    linkage = task.callee_linkage or _takes_linkage(policy)
+    linkage = task.callee_linkage or takes_linkage(policy)
     start = time.perf_counter()
     cache = _cache(module.llvm, task.cache) if task.cache else None
     if cache is not None and task.start_from_trace and not task.call_sites:
@@ -196,19 +197,6 @@ def _size_rollout(task: RolloutTask) -> Rollout:
                    r.default_decisions if task.call_sites else None,
                    r.decisions if task.call_sites or task.decisions else None,
                    module.notes, r.cache_hit, llvm_seconds, cost=float(r.text_size))
-
-
-def _takes_linkage(policy) -> bool:
-    """Whether a rollout's policy takes callee_linkage (its compile then logs it)."""
-    from ..problems.inlining_linkage import LINKAGE
-
-    if policy is None:
-        return False
-    inputs = getattr(policy, "inputs", None)  # a loaded policy: its model's inputs
-    if inputs is not None:
-        return LINKAGE in inputs
-    problem = getattr(policy, "problem", None)
-    return problem is not None and LINKAGE in problem.feature_names
 
 
 def _start_from_trace(cache, entry: CorpusEntry, module, vocab: str, linkage: bool = False) -> None:

@@ -37,14 +37,16 @@ def trace_corpus(corpus: str | os.PathLike, *, modules: Sequence[str] | None = N
     major = _native.resolve_llvm(llvm)
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab is not None else default_ir2vec_vocab()
     vocab = str(Path(vocab).resolve()) if vocab else ""
-    problem = inlining_problem(vocab or None)
     if callee_linkage:
-        if vocab:
-            raise ValueError("trace_corpus: callee_linkage with an IR2Vec vocabulary is no problem mlopt has "
-                             "(inlining-linkage takes no embeddings)")
+        from ..errors import ProblemError
         from ..problems import get as get_problem
 
+        if vocab:
+            raise ProblemError(f"callee_linkage with an IR2Vec vocabulary ({vocab}) is no problem mlopt has: "
+                               "inlining-linkage takes no embeddings")
         problem = get_problem("inlining-linkage")
+    else:
+        problem = inlining_problem(vocab or None)
     started = time.monotonic()
     entries = corpus_entries(corpus, exclude)
     if modules is not None:

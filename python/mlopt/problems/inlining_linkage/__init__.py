@@ -30,6 +30,20 @@ def linkage_spec() -> TensorSpec:
     return TensorSpec(LINKAGE, "int64_t", [1])
 
 
+def takes_linkage(policy) -> bool:
+    """Whether ``policy`` takes ``callee_linkage`` (so its compiles log it): a loaded model by its inputs,
+    a network or a :class:`Problem` by its features, a callable by its ``takes_linkage`` attribute."""
+    if policy is None:
+        return False
+    inputs = getattr(policy, "inputs", None)  # a loaded policy: its model's inputs
+    if inputs is not None:
+        return LINKAGE in inputs
+    names = getattr(getattr(policy, "problem", policy), "feature_names", None)
+    if names is not None:
+        return LINKAGE in names
+    return bool(getattr(policy, "takes_linkage", False))
+
+
 PROBLEM = Problem(
     name="inlining-linkage",
     features=(*DEFAULT_INFORMED.features, linkage_spec()),
@@ -49,4 +63,5 @@ class LinkageInformedPolicy(InlinePolicy):
 
 POLICY = LinkageInformedPolicy
 
-__all__ = ["LINKAGE", "LINKAGE_CLASSES", "POLICY", "PROBLEM", "LinkageInformedPolicy", "linkage_spec"]
+__all__ = ["LINKAGE", "LINKAGE_CLASSES", "POLICY", "PROBLEM", "LinkageInformedPolicy", "linkage_spec",
+           "takes_linkage"]
