@@ -81,8 +81,8 @@ template <typename T> nb::ndarray<nb::numpy, T> copiedArray(const T *Data, size_
 }
 
 /// Calls the policy with the int64 inputs (then, with AppendDefault, the
-/// heuristic's decision; then, with AppendLinkage, the callee's linkage), and the float inputs (IR2Vec's embeddings) as a
-/// second argument when there are any.
+/// heuristic's decision; then, with AppendLinkage, the callee's linkage), and the float inputs
+/// (IR2Vec's embeddings) as a second argument when there are any.
 int64_t callPython(CallbackState &S, const int64_t *Ints, size_t IntCount, const float *Floats,
                    size_t FloatCount, int64_t Default, int64_t Linkage) {
   nb::gil_scoped_acquire Gil;
@@ -231,8 +231,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
         return std::make_unique<CallbackRunner>(
             Ctx, Features,
             [&Callback](const int64_t *I, size_t NI, const float *F, size_t NF, int64_t D,
-                        int64_t L) { return callPython(Callback, I, NI, F, NF, D, L);
-            });
+                        int64_t L) { return callPython(Callback, I, NI, F, NF, D, L); });
       };
     }
 #ifdef MLOPT_HAVE_REGALLOC

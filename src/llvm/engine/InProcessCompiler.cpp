@@ -59,7 +59,8 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
     if (!S->Log) {
       auto Sink = std::make_unique<StringSink>();
       S->LogSink = Sink.get();
-      S->Log = std::make_unique<TrainingLogWriter>(std::move(Sink), trainingLogFeatures(Runner, S->LogCalleeLinkage));
+      S->Log = std::make_unique<TrainingLogWriter>(
+          std::move(Sink), trainingLogFeatures(Runner, S->LogCalleeLinkage));
       S->Log->switchContext("");
     }
     return S->Log.get();

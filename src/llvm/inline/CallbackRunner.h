@@ -23,9 +23,9 @@
 
 namespace mlopt {
 
-using InlineDecisionFunction = std::function<int64_t(
-    const int64_t *Ints, size_t IntCount, const float *Floats, size_t FloatCount, int64_t Default,
-    int64_t CalleeLinkage)>;
+using InlineDecisionFunction =
+    std::function<int64_t(const int64_t *Ints, size_t IntCount, const float *Floats,
+                          size_t FloatCount, int64_t Default, int64_t CalleeLinkage)>;
 
 class CallbackRunner final : public InlinePolicyRunner {
 public:

@@ -12,7 +12,7 @@ using namespace llvm;
 namespace mlopt {
 
 std::vector<mlopt::TensorSpec> trainingLogFeatures(const InlinePolicyRunner &Runner,
-                                                  bool CalleeLinkage) {
+                                                   bool CalleeLinkage) {
   std::vector<mlopt::TensorSpec> Specs = Runner.inputs();
   for (const mlopt::TensorSpec &S : Runner.extraOutputs())
     Specs.push_back(S);

@@ -223,7 +223,8 @@ mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const Module &M,
   try {
     mlopt::makeParentDirectory(Path);
     It->second = std::make_unique<mlopt::TrainingLogWriter>(
-        mlopt::FdSink::create(Path, TrainingLogOverwrite), mlopt::trainingLogFeatures(Runner, TrainingLogCalleeLinkage));
+        mlopt::FdSink::create(Path, TrainingLogOverwrite),
+        mlopt::trainingLogFeatures(Runner, TrainingLogCalleeLinkage));
     It->second->switchContext("");
   } catch (const mlopt::FileError &E) {
     It->second.reset();
