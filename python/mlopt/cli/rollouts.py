@@ -65,7 +65,8 @@ def cmd_eval(args) -> int:
     if (out / "modules.csv").exists() and not args.force:
         raise OutputExistsError(str(out / "modules.csv"))
     out.mkdir(parents=True, exist_ok=True)
-    ev = evaluate(policy, args.corpus, workers=args.workers, ray=args.ray, timeout=args.timeout, quiet=args.quiet)
+    ev = evaluate(policy, args.corpus, workers=args.workers, ray=args.ray, timeout=args.timeout, quiet=args.quiet,
+                  linked=args.linked)
     summary = {"llvm": default_llvm(), **ev.summary()}
     write_csv(ev.rows, out / "modules.csv")
     files = {"modules_csv": str(out / "modules.csv")}
@@ -125,13 +126,18 @@ def register(sub) -> None:
     ev = add_command(sub, "eval", "a policy against the heuristic on a corpus: CSV, summary, plots",
                      ["mlopt eval policy.so corpus/ -o eval/",
                       "mlopt eval runs/r1 heldout/ -o eval/ --verify-with-clang",
-                      "mlopt eval policy.so corpus/ -o eval/ --call-sites lz4/lz4libs/lz4.c.o"])
+                      "mlopt eval policy.so corpus/ -o eval/ --call-sites lz4/lz4libs/lz4.c.o",
+                      "mlopt eval policy.so corpus/ -o eval/ --linked   # also as each package would link"])
     ev.add_argument("policy", help=".so, .tflite, model directory, or a training run directory")
     ev.add_argument("corpus")
     ev.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for CSV, summary, plots")
     ev.add_argument("--call-sites", metavar="MODULE", help="also write every decision of MODULE with names")
     ev.add_argument("--verify-with-clang", action="store_true",
                     help="recompile every module with stock clang (of the LLVM used) + the plugin and compare sizes")
+    ev.add_argument("--linked", action="store_true",
+                    help="also the package-linked estimate: each package's COMDAT code (C++ inline functions, "
+                         "templates) counted once, as a linker keeps it, not once per module (compiles every "
+                         "module twice more, uncached)")
     ev.add_argument("--no-plots", action="store_true")
     ev.add_argument("--force", action="store_true", help="replace an existing evaluation in the directory")
     _pool_options(ev)

@@ -13,6 +13,7 @@ from ..corpus import corpus_entries
 from ..errors import CorpusError
 from ..rollouts import RolloutTask, failures_of, run_rollout, run_rollouts, trace_corpus
 from ..rollouts.tasks import default_ir2vec_vocab
+from .linked import linked_summary
 from .report import ModuleResult, summarize
 
 
@@ -22,30 +23,54 @@ class Evaluation:
     corpus: str
     rows: list[ModuleResult]
     failed: list[tuple[str, str]] = field(default_factory=list)
+    linked: dict | None = None  # evaluation/linked.py's linked_summary (evaluate(linked=True))
 
     def summary(self) -> dict:
         s = summarize(self.rows, self.failed)
         s["policy"], s["corpus"] = self.policy, self.corpus
+        if self.linked is not None:
+            s["linked"] = self.linked
         return s
 
 
 def evaluate(policy: str | os.PathLike, corpus: str | os.PathLike, *, workers: int | None = None,
-             ray: str | None = None, timeout: float | None = None, pool=None, quiet: bool = False) -> Evaluation:
+             ray: str | None = None, timeout: float | None = None, pool=None, quiet: bool = False,
+             linked: bool = False) -> Evaluation:
     """Per-module ``.text`` of ``policy`` and of the heuristic on ``corpus``.
-    The policy is checked here first (a bad file fails before any work)."""
+    The policy is checked here first (a bad file fails before any work).
+    ``linked``: also the package-linked estimate (:mod:`.linked`); the
+    policy's compiles then keep their objects (no cache), and the
+    heuristic's are compiled again, with theirs."""
     policy = os.fspath(Path(policy).resolve())
     load_policy(policy, ir2vec_vocab=default_ir2vec_vocab() or None)
     baseline = trace_corpus(corpus, workers=workers, ray=ray, timeout=timeout, pool=pool, quiet=quiet)
     base = {m: int(s) for m, s in zip(baseline.modules, baseline.text_size)}
     entries = [e for e in corpus_entries(corpus) if e.name in base]
-    tasks = [RolloutTask(e, policy) for e in entries]
+    tasks = [RolloutTask(e, policy, text_sections=linked) for e in entries]
     results = run_rollouts(tasks, pool=pool, workers=workers, ray=ray, timeout=timeout, quiet=quiet,
                            desc="evaluating")
     rows = [ModuleResult(t.entry.name, base[t.entry.name], r.value.text_size, r.value.decisions, r.value.inlined,
                          r.value.default_inlined)
             for t, r in zip(tasks, results) if r.ok]
     failed = list(baseline.meta["failed"]) + failures_of(tasks, results)
-    return Evaluation(policy, os.fspath(Path(corpus).resolve()), rows, failed)
+    summary = None
+    if linked:
+        done = [t.entry for t, r in zip(tasks, results) if r.ok]
+        heuristic_tasks = [RolloutTask(e, None, text_sections=True) for e in done]
+        heuristic = run_rollouts(heuristic_tasks, pool=pool, workers=workers, ray=ray, timeout=timeout,
+                                 quiet=quiet, desc="heuristic objects")
+        failed += failures_of(heuristic_tasks, heuristic)
+        agree = {}
+        for t, r in zip(heuristic_tasks, heuristic):
+            if r.ok and r.value.text_size != base[t.entry.name]:  # the trace's size, recompiled: must agree
+                failed.append((t.entry.name, f"package-linked estimate: the heuristic's .text is "
+                                             f"{r.value.text_size} bytes recompiled, {base[t.entry.name]} in the "
+                                             "trace; left out of the estimate"))
+            elif r.ok:
+                agree[t.entry.name] = r.value.text_sections
+        summary = linked_summary(agree,
+                                 {t.entry.name: r.value.text_sections for t, r in zip(tasks, results) if r.ok})
+    return Evaluation(policy, os.fspath(Path(corpus).resolve()), rows, failed, summary)
 
 
 def call_site_report(policy: str | os.PathLike | None, corpus: str | os.PathLike, module: str,

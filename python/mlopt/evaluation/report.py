@@ -11,6 +11,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 
+def package_name(module: str) -> str:
+    """A module's package: the first component of its name (``PKG/path/in/build``)."""
+    return module.split("/", 1)[0] if "/" in module else "(root)"
+
+
 @dataclass
 class ModuleResult:
     module: str
@@ -30,7 +35,7 @@ class ModuleResult:
 
     @property
     def package(self) -> str:
-        return self.module.split("/", 1)[0] if "/" in self.module else "(root)"
+        return package_name(self.module)
 
 
 CSV_FIELDS = ["module", "heuristic_text", "policy_text", "delta", "delta_percent", "decisions", "inlined",
@@ -82,6 +87,11 @@ def format_summary(summary: dict) -> str:
     for name, t in summary["packages"].items():
         lines.append(line(name, t))
     lines.append(line("total", summary["total"]))
+    if "linked" in summary:  # evaluation/linked.py
+        lines.append("package-linked estimate (each package's COMDAT code counted once, as a linker keeps it):")
+        for name, t in [*summary["linked"]["packages"].items(), ("total", summary["linked"]["total"])]:
+            lines.append(f"{name:<20}{'':>8}{t['heuristic_text']:>12}{t['policy_text']:>12}{t['delta']:>+10}"
+                         f"{t['delta_percent']:>+8.2f}%")
     for f in summary["failed"]:
         lines.append(f"failed: {f['module']}: {f['reason']}")
     return "\n".join(lines)

@@ -64,6 +64,9 @@ class RolloutTask:
     # The log also has callee_linkage (compile(log_callee_linkage=True)): a trace for the inlining-linkage problem.
     # A policy that takes it logs it anyway.
     callee_linkage: bool = False
+    # Also return the object's code sections (Rollout.text_sections; evaluation/linked.py): the compile keeps
+    # its object and skips every cache (a cached size has no object).
+    text_sections: bool = False
 
 
 @dataclass
@@ -81,6 +84,7 @@ class Rollout:
     cache_hit: bool = False
     llvm_seconds: float = 0.0  # inside the engine (LLVM and the policy)
     cost: float = 0.0  # the problem's objective (lower is better): .text bytes, RegAllocScore, ...
+    text_sections: list | None = field(default=None, repr=False)  # corpus.elf.TextSection, on request
 
 
 def default_ir2vec_vocab() -> str:
@@ -186,17 +190,23 @@ def _size_rollout(task: RolloutTask) -> Rollout:
     policy = _rollout_policy(task, vocab)
     linkage = task.callee_linkage or takes_linkage(policy)
     start = time.perf_counter()
-    cache = _cache(module.llvm, task.cache) if task.cache else None
+    cache = _cache(module.llvm, task.cache) if task.cache and not task.text_sections else None
     if cache is not None and task.start_from_trace and not task.call_sites:
         _start_from_trace(cache, task.entry, module, vocab, linkage)
     r = compile(module, policy, log=True, call_sites=task.call_sites, cache=cache, forced_decisions=task.forced,
-                ir2vec_vocab=vocab or None, forced_callees=dict(task.forced_callees), log_callee_linkage=linkage)
+                ir2vec_vocab=vocab or None, forced_callees=dict(task.forced_callees), log_callee_linkage=linkage,
+                keep_object=task.text_sections)
     llvm_seconds = time.perf_counter() - start
+    sections = None
+    if task.text_sections:
+        from ..corpus.elf import text_sections
+
+        sections = text_sections(r.object, task.entry.name)
     return Rollout(task.entry.name, r.text_size, int(len(r.decisions)), int(r.decisions.sum()),
                    int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,
                    r.default_decisions if task.call_sites else None,
                    r.decisions if task.call_sites or task.decisions else None,
-                   module.notes, r.cache_hit, llvm_seconds, cost=float(r.text_size))
+                   module.notes, r.cache_hit, llvm_seconds, cost=float(r.text_size), text_sections=sections)
 
 
 def _start_from_trace(cache, entry: CorpusEntry, module, vocab: str, linkage: bool = False) -> None:
