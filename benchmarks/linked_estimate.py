@@ -1,0 +1,154 @@
+"""Policies and fixed rules on a corpus, by two measures: the sum of the
+modules' ``.text`` (every other figure in benchmarks/README.md) and the
+package-linked estimate (``mlopt eval --linked``, evaluation/linked.py:
+each package's COMDAT code counted once, as a linker keeps it).
+
+A rule ``L:U:D`` inlines where the heuristic does, and also at the sites it
+declines whose callee's linkage class is in ``L`` (0 external, 1 local, 2
+linkonce, 3 available_externally, 4 other; comma-separated), with at most
+``U`` users (``callee_users``), and ``cost_estimate - threshold < D``.
+Every module is compiled once per policy and once with the heuristic,
+keeping the objects (no cache).
+
+    python3 benchmarks/linked_estimate.py splits149/validation --policy es-s0=best-s0-model \\
+        --rule linkonce2-d100=2:2:100 --rule linkonce2-d1000=2:2:1000 --out val.json
+
+Figures: delta vs -Oz in percent, negative = smaller, all / C / C++, and
+with ``--packages`` per package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+os.environ.setdefault("MLOPT_LLVM", "19")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+import mlopt  # noqa: E402
+from mlopt._native import default_llvm  # noqa: E402
+from mlopt.corpus import corpus_entries  # noqa: E402
+from mlopt.corpus.debian import language_of  # noqa: E402
+from mlopt.corpus.elf import TextSection, text_sections  # noqa: E402
+from mlopt.evaluation.linked import linked_text  # noqa: E402
+from mlopt.evaluation.report import package_name  # noqa: E402
+from mlopt.problems.inlining import FEATURES  # noqa: E402
+
+COST, THRESHOLD, USERS = (list(FEATURES).index(f) for f in ("cost_estimate", "threshold", "callee_users"))
+
+
+class Rule:
+    """The heuristic, plus the declined sites the module docstring's rule picks."""
+
+    takes_default = True  # mlopt.compile passes the heuristic's decision as a 39th feature
+    takes_linkage = True  # and the callee's linkage class as a 40th
+
+    def __init__(self, spec: str):
+        links, users, d = spec.split(":")
+        self.links, self.users, self.d = {int(v) for v in links.split(",")}, int(users), int(d)
+
+    def __call__(self, row) -> int:
+        if int(row[38]):
+            return 1
+        return int(int(row[39]) in self.links and int(row[USERS]) <= self.users
+                   and int(row[COST]) - int(row[THRESHOLD]) < self.d)
+
+
+_POLICIES: dict = {}
+
+
+def _init(specs: list[tuple[str, str, str]]) -> None:
+    _POLICIES["-Oz"] = None
+    for name, kind, value in specs:
+        _POLICIES[name] = Rule(value) if kind == "rule" else mlopt.load_policy(value)
+
+
+def _job(entry):
+    module = entry.load()
+    out = {}
+    for name, policy in _POLICIES.items():
+        r = mlopt.compile(module, policy, log=False, keep_object=True)
+        out[name] = [tuple(s) for s in text_sections(r.object, entry.name)]
+    return entry.name, language_of(Path(str(entry.bitcode_path)[:-3] + ".cmd").read_bytes()), out
+
+
+def _delta(a: int, b: int) -> float:
+    return 100.0 * (b - a) / a if a else 0.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="example: python3 benchmarks/linked_estimate.py splits149/test "
+                                        "--policy es=best-model --rule r=2:2:100")
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--policy", action="append", default=[], metavar="NAME=PATH", help="a policy (model, .so)")
+    ap.add_argument("--rule", action="append", default=[], metavar="NAME=L:U:D", help="a fixed rule (docstring)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--packages", action="store_true", help="also per package")
+    ap.add_argument("--out", type=Path, help="write the figures and every module's code sections here (JSON)")
+    args = ap.parse_args()
+    specs = []
+    for kind, items in (("policy", args.policy), ("rule", args.rule)):
+        for item in items:
+            name, sep, value = item.partition("=")
+            if not sep or not name or not value:
+                print(f"linked_estimate: --{kind} {item!r}: expected NAME=VALUE", file=sys.stderr)
+                return 2
+            if kind == "rule":
+                try:
+                    Rule(value)
+                except ValueError:
+                    print(f"linked_estimate: --rule {item!r}: expected NAME=L:U:D (e.g. r=2:2:100)", file=sys.stderr)
+                    return 2
+            specs.append((name, kind, value))
+    entries = corpus_entries(args.corpus)
+    start = time.perf_counter()
+    rows = {}
+    with ProcessPoolExecutor(args.workers, initializer=_init, initargs=(specs,)) as pool:
+        for i, (name, lang, sections) in enumerate(pool.map(_job, entries, chunksize=4), 1):
+            rows[name] = (lang, {k: [TextSection(*s) for s in v] for k, v in sections.items()})
+            if i % 200 == 0 or i == len(entries):
+                print(f"  {i}/{len(entries)} modules, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    names = ["-Oz", *(n for n, _, _ in specs)]
+    figures = {}
+    print(f"LLVM {default_llvm()}, {args.corpus}: .text vs -Oz, negative = smaller; per-module sum / package-linked")
+    print("| policy | all | C | C++ |")
+    print("|---|---|---|---|")
+    for name in names[1:]:
+        cells, figures[name] = [], {}
+        for lang in ("all", "c", "c++"):
+            keep = {m: s for m, (lg, s) in rows.items() if lang == "all" or lg == lang}
+            h = sum(sum(x.size for x in s["-Oz"]) for s in keep.values())
+            p = sum(sum(x.size for x in s[name]) for s in keep.values())
+            lh = sum(linked_text({m: s["-Oz"] for m, s in keep.items()}).values())
+            lp = sum(linked_text({m: s[name] for m, s in keep.items()}).values())
+            figures[name][lang] = {"per_module": _delta(h, p), "linked": _delta(lh, lp)}
+            cells.append(f"{_delta(h, p):+.3f}% / {_delta(lh, lp):+.3f}%")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    if args.packages:
+        packages = sorted({package_name(m) for m in rows})
+        print("| package | " + " | ".join(names[1:]) + " |")
+        print("|---|" + "---|" * (len(names) - 1))
+        for pkg in packages:
+            keep = {m: s for m, (_, s) in rows.items() if package_name(m) == pkg}
+            h = sum(sum(x.size for x in s["-Oz"]) for s in keep.values())
+            lh = linked_text({m: s["-Oz"] for m, s in keep.items()}).get(pkg, 0)
+            cells = []
+            for name in names[1:]:
+                p = sum(sum(x.size for x in s[name]) for s in keep.values())
+                lp = linked_text({m: s[name] for m, s in keep.items()}).get(pkg, 0)
+                cells.append(f"{_delta(h, p):+.2f} / {_delta(lh, lp):+.2f}")
+            print(f"| {pkg} | " + " | ".join(cells) + " |")
+    if args.out:
+        args.out.write_text(json.dumps({"llvm": default_llvm(), "corpus": str(args.corpus), "figures": figures,
+                                        "modules": {m: {"language": lg, "sections": s} for m, (lg, s) in
+                                                    rows.items()}}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
