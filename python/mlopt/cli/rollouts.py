@@ -137,7 +137,7 @@ def register(sub) -> None:
     ev.add_argument("--linked", action="store_true",
                     help="also the package-linked estimate: each package's COMDAT code (C++ inline functions, "
                          "templates) counted once, as a linker keeps it, not once per module (compiles every "
-                         "module twice more, uncached)")
+                         "module twice, uncached: policy and heuristic)")
     ev.add_argument("--no-plots", action="store_true")
     ev.add_argument("--force", action="store_true", help="replace an existing evaluation in the directory")
     _pool_options(ev)
