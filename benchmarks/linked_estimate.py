@@ -3,10 +3,11 @@ modules' ``.text`` (every other figure in benchmarks/README.md) and the
 package-linked estimate (``mlopt eval --linked``, evaluation/linked.py:
 each package's COMDAT code counted once, as a linker keeps it).
 
-A rule ``L:U:D`` inlines where the heuristic does, and also at the sites it
-declines whose callee's linkage class is in ``L`` (0 external, 1 local, 2
-linkonce, 3 available_externally, 4 other; comma-separated), with at most
-``U`` users (``callee_users``), and ``cost_estimate - threshold < D``.
+A rule ``L:U:D`` (mlopt.problems.inlining_linkage.site_rule.SiteRule) inlines
+where the heuristic does, and also at the sites it declines whose callee's
+linkage class is in ``L`` (external, local, linkonce, available_externally,
+other, or 0-4; comma-separated), with at most ``U`` users
+(``callee_users``), and ``cost_estimate - threshold < D``.
 Every module is compiled once per policy and once with the heuristic,
 keeping the objects (no cache).
 
@@ -36,27 +37,7 @@ from mlopt.corpus.debian import language_of  # noqa: E402
 from mlopt.corpus.elf import TextSection, text_sections  # noqa: E402
 from mlopt.evaluation.linked import linked_text  # noqa: E402
 from mlopt.evaluation.report import package_name  # noqa: E402
-from mlopt.problems.inlining import FEATURES  # noqa: E402
-
-COST, THRESHOLD, USERS = (list(FEATURES).index(f) for f in ("cost_estimate", "threshold", "callee_users"))
-
-
-class Rule:
-    """The heuristic, plus the declined sites the module docstring's rule picks."""
-
-    takes_default = True  # mlopt.compile passes the heuristic's decision as a 39th feature
-    takes_linkage = True  # and the callee's linkage class as a 40th
-
-    def __init__(self, spec: str):
-        links, users, d = spec.split(":")
-        self.links, self.users, self.d = {int(v) for v in links.split(",")}, int(users), int(d)
-
-    def __call__(self, row) -> int:
-        if int(row[38]):
-            return 1
-        return int(int(row[39]) in self.links and int(row[USERS]) <= self.users
-                   and int(row[COST]) - int(row[THRESHOLD]) < self.d)
-
+from mlopt.problems.inlining_linkage.site_rule import SiteRule  # noqa: E402
 
 _POLICIES: dict = {}
 
@@ -64,7 +45,7 @@ _POLICIES: dict = {}
 def _init(specs: list[tuple[str, str, str]]) -> None:
     _POLICIES["-Oz"] = None
     for name, kind, value in specs:
-        _POLICIES[name] = Rule(value) if kind == "rule" else mlopt.load_policy(value)
+        _POLICIES[name] = SiteRule.parse(value) if kind == "rule" else mlopt.load_policy(value)
 
 
 def _job(entry):
@@ -100,9 +81,9 @@ def main() -> int:
                 return 2
             if kind == "rule":
                 try:
-                    Rule(value)
-                except ValueError:
-                    print(f"linked_estimate: --rule {item!r}: expected NAME=L:U:D (e.g. r=2:2:100)", file=sys.stderr)
+                    SiteRule.parse(value)
+                except ValueError as e:
+                    print(f"linked_estimate: --rule {item!r}: {e}", file=sys.stderr)
                     return 2
             specs.append((name, kind, value))
     entries = corpus_entries(args.corpus)
