@@ -9,7 +9,7 @@ its vote is a large weight, ES's noise is relative to each layer's scale,
 and the start it gives learns slowly (benchmarks/README.md, stop 73).
 
     result = taught_start(prior, TraceDataset.load("trace-linkage.npz"), SiteRule.parse("linkonce:2:100"))
-    result.policy.save("start.npz")   # mlopt train es --init start.npz ...
+    result.bc.policy.save("start.npz")   # mlopt train es --init start.npz ...
 
 The rows the rule adds to the heuristic's are rare (5% of the sites on
 splits149's training packages) and weigh ``added_weight`` each in the loss;
@@ -17,11 +17,12 @@ whole packages are held out (``heldout_fraction``) to measure agreement."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import MloptError
+from ..problems.inlining.spec import DEFAULT_DECISION
 from ..problems.inlining_default import PROBLEM as DEFAULT_INFORMED
 from ..problems.inlining_linkage import PROBLEM as LINKAGE_INFORMED
 from ..problems.inlining_linkage.rule import with_linkage_input
@@ -29,7 +30,7 @@ from ..problems.inlining_linkage.site_rule import SiteRule
 from ..rollouts import TraceDataset
 from .bc import BCResult, train_bc
 
-RULE_COLUMN = "site_rule_decision"  # the labels' column in the dataset while it trains (removed after)
+RULE_COLUMN = "site_rule_decision"  # the labels' column in the copy of the dataset BC trains on
 
 
 @dataclass
@@ -63,15 +64,11 @@ def taught_start(policy, dataset: TraceDataset, rule: SiteRule, *, epochs: int =
     except KeyError as e:
         hint = " (mlopt trace --callee-linkage logs it)" if e.args[0] == "callee_linkage" else ""
         raise MloptError(f"the trace has no {e.args[0]!r} column{hint}") from None
-    default = np.asarray(dataset.columns["inlining_default"]).reshape(-1) == 1
-    added = (labels == 1) & ~default
+    added = (labels == 1) & (np.asarray(dataset.columns[DEFAULT_DECISION]).reshape(-1) == 0)
     weights = np.where(added, float(added_weight), 1.0)
-    dataset.columns[RULE_COLUMN] = labels.reshape(-1, 1)
-    try:
-        bc = train_bc(dataset, LINKAGE_INFORMED, epochs=epochs, lr=lr, heldout_fraction=heldout_fraction, seed=seed,
-                      label=RULE_COLUMN, init=policy, weights=weights)
-    finally:
-        del dataset.columns[RULE_COLUMN]
+    labelled = replace(dataset, columns={**dataset.columns, RULE_COLUMN: labels.reshape(-1, 1)})
+    bc = train_bc(labelled, LINKAGE_INFORMED, epochs=epochs, lr=lr, heldout_fraction=heldout_fraction, seed=seed,
+                  label=RULE_COLUMN, init=policy, weights=weights)
     decided = np.asarray(bc.policy.decide(dataset.columns)).reshape(-1)
     recall = float(decided[added].mean()) if added.any() else 1.0
     return RuleStart(bc, rule, len(labels), int(added.sum()), recall, float((decided == labels).mean()))
