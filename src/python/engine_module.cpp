@@ -15,6 +15,8 @@
 #include "TensorSpecConversion.h"
 #include "TextSizeCache.h"
 
+#include "llvm/Support/xxhash.h"
+
 #include "ErrorTranslator.h"
 #ifdef MLOPT_HAVE_REGALLOC
 #include "EvictionDecider.h"
@@ -165,7 +167,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                         unsigned RegallocMaxEvictions, const std::string &FeatureUpkeep,
                         bool CallableDefault, bool TraceableCodegen,
                         const std::map<std::string, int> &ForcedCallees, bool CallableLinkage,
-                        bool LogLinkage) {
+                        bool LogLinkage, bool Grouped) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -178,6 +180,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   Options.KeepObject = KeepObject;
   Options.TraceableCodegen = TraceableCodegen;
   Options.LogCalleeLinkage = LogLinkage;
+  Options.GroupedCode = Grouped;
   if (Forced.find_first_not_of("01") != std::string::npos)
     throw nb::value_error("forced decisions must be a string of '0' and '1'");
   Options.ForcedDecisions = Forced;
@@ -258,6 +261,14 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   R["text_size"] = Out.TextSize;
   R["cache_hit"] = Out.CacheHit;
   R["object"] = KeepObject ? nb::object(asBytes(Out.Object)) : nb::none();
+  if (Grouped) {
+    nb::list Sections;
+    for (const GroupedCode &G : Out.Grouped)
+      Sections.append(nb::make_tuple(G.NameHash, G.Size));
+    R["grouped_code"] = Sections;
+  } else {
+    R["grouped_code"] = nb::none();
+  }
   R["log"] = asBytes(Out.TrainingLog);
   nb::list Warnings;
   for (const std::string &W : Out.Warnings)
@@ -359,6 +370,9 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
         return D;
       });
 
+  m.def(
+      "section_name_hash", [](const std::string &Name) { return llvm::xxh3_64bits(Name); }, "name"_a,
+      "The hash compile(grouped_code=True) names a grouped code section by (xxh3-64 of its name).");
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a, "target_triple"_a,
         "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "call_sites"_a,
         "cache"_a.none(), "policy"_a.none(), "callable"_a.none(), "forced"_a = "",
@@ -366,7 +380,7 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
         "regalloc_callable"_a.none() = nb::none(), "regalloc_max_evictions"_a = 100u,
         "feature_upkeep"_a = "mlopt", "callable_default"_a = false, "traceable_codegen"_a = false,
         "forced_callees"_a = std::map<std::string, int>(), "callable_linkage"_a = false,
-        "log_linkage"_a = false);
+        "log_linkage"_a = false, "grouped_code"_a = false);
   m.attr("regalloc_supported") = regallocSupported();
   m.attr("regalloc_source_version") = regallocSourceVersion();
 

@@ -54,6 +54,10 @@ class CompileResult:
     None when ``log=False`` or the pipeline has no inliner.
     ``call_sites``: with ``call_sites=True``, (caller, callee) of each
     decision, row for row with the log.
+    ``grouped_code``: with ``grouped_code=True``, the object's code sections
+    that are members of a section group (COMDAT: a linker keeps one copy
+    per name), as (:func:`section_name_hash` of the name, bytes) in section
+    order; None otherwise.
     """
 
     module: str
@@ -66,6 +70,15 @@ class CompileResult:
     warnings: list[str] = field(default_factory=list)
     call_sites: list[tuple[str, str]] | None = field(default=None, repr=False)
     cache_hit: bool = False
+    grouped_code: list[tuple[int, int]] | None = field(default=None, repr=False)
+
+
+def section_name_hash(name: str, llvm: int | str | None = None) -> int:
+    """The key ``CompileResult.grouped_code`` gives a section of that name
+    (xxh3-64 of its bytes; the same for every LLVM major)."""
+    from .._native import resolve_llvm
+
+    return int(engine(resolve_llvm(llvm)).section_name_hash(name))
 
 
 PolicyLike = object  # None | LoadedPolicy | InlinePolicy | path | callable
@@ -369,7 +382,8 @@ def _parsed_log(log_bytes: bytes) -> tuple[Log | None, np.ndarray, np.ndarray]:
 def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, codegen: bool,
              keep_object: bool, call_sites: bool = False, cache: TextSizeCache | None = None,
              forced: str = "", vocab: str = "", features: str = "mlopt",
-             forced_callees: dict[str, int] | None = None, linkage: bool = False) -> CompileResult:
+             forced_callees: dict[str, int] | None = None, linkage: bool = False,
+             grouped: bool = False) -> CompileResult:
     if cache is not None and not isinstance(cache, TextSizeCache):
         raise TypeError(f"cache must be a TextSizeCache, not {type(cache).__name__}")
     if cache is not None and cache.llvm != module.llvm:
@@ -384,13 +398,15 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
                            feature_upkeep=features,
                            callable_default=bool(getattr(callback, "takes_default", False)),
                            forced_callees=forced_callees or {},
-                           callable_linkage=bool(getattr(callback, "takes_linkage", False)), log_linkage=linkage)
+                           callable_linkage=bool(getattr(callback, "takes_linkage", False)), log_linkage=linkage,
+                           grouped_code=grouped)
     log_bytes = raw["log"]
     parsed, decisions, defaults = _parsed_log(log_bytes)
     return CompileResult(module.name, raw["text_size"], decisions, defaults,
                          parsed if log else None, log_bytes if log else b"",
                          raw["object"], list(raw["warnings"]), raw["call_sites"] if call_sites else None,
-                         raw["cache_hit"])
+                         raw["cache_hit"],
+                         None if raw["grouped_code"] is None else [(int(h), int(n)) for h, n in raw["grouped_code"]])
 
 
 def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeline: str | None = None,
@@ -399,7 +415,7 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
             forced_decisions: str | Sequence[int] | None = None, llvm: int | str | None = None,
             ir2vec_vocab: PathLike | None = None, feature_upkeep: str = "mlopt",
             forced_callees: Mapping[str, int] | None = None,
-            log_callee_linkage: bool | None = None) -> CompileResult:
+            log_callee_linkage: bool | None = None, grouped_code: bool = False) -> CompileResult:
     """Optimize ``module`` with ``pipeline`` (default ``default<Oz>``, or the
     corpus element's level) with ``policy`` deciding inlining, then generate
     object code in memory at the level clang would use for it.
@@ -452,6 +468,10 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     before ``inlining_default``; not one of LLVM's columns), so it carries
     every input of an ``inlining-linkage`` policy. None (default): when the
     policy takes that input; otherwise LLVM's layout.
+
+    ``grouped_code``: also list the object's code sections in section groups
+    (``result.grouped_code``; kept by ``cache`` too): what a package-linked
+    objective charges a share of (``mlopt.problems.inlining_linked``).
     """
     vocab = os.fspath(ir2vec_vocab) if ir2vec_vocab else ""
     features = _feature_upkeep(feature_upkeep)
@@ -465,25 +485,27 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     replay = getattr(cache, "replay", None) if codegen and not keep_object and not by_callee else None
     if replay is None or not replay.replayable(policy):
         return _compile(module, pool, callback, pipeline, log, codegen, keep_object, call_sites, cache, forced,
-                        vocab, features, by_callee, linkage)
-    key = _replay_key(module, pipeline, vocab, linkage)
+                        vocab, features, by_callee, linkage, grouped_code)
+    key = _replay_key(module, pipeline, vocab, linkage, grouped_code)
     hit = replay.lookup(key, policy, forced, call_sites)
     if hit is not None:
         return replayed(hit, log, call_sites)
     r = _compile(module, pool, callback, pipeline, True, codegen, keep_object, call_sites, cache, forced, vocab,
-                 features, linkage=linkage)
+                 features, linkage=linkage, grouped=grouped_code)
     replay.add(key, r)
     return replayed(r, log, call_sites, hit=False)
 
 
-def _replay_key(module: Module, pipeline: str | None, vocab: str, linkage: bool = False) -> tuple:
+def _replay_key(module: Module, pipeline: str | None, vocab: str, linkage: bool = False,
+                grouped: bool = False) -> tuple:
     """What a compile's trajectory depends on besides its decisions: the
-    module's bitcode and how it is compiled (and its log's layout)."""
+    module's bitcode and how it is compiled (and its log's layout, and
+    whether its result lists grouped code)."""
     digest = getattr(module, "_replay_digest", None)
     if digest is None:
         digest = module._replay_digest = hashlib.blake2b(module.bitcode, digest_size=16).digest()
     return (digest, module.llvm, pipeline or module.default_pipeline(), module.opt_level, module.target,
-            module.reloc_model, module.loop_vectorize, module.slp_vectorize, vocab, linkage)
+            module.reloc_model, module.loop_vectorize, module.slp_vectorize, vocab, linkage) + (("grouped",) if grouped else ())
 
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,

@@ -179,5 +179,6 @@ def replayed(result, log: bool, call_sites: bool, hit: bool = True):
     return replace(result, log=result.log if log else None, log_bytes=result.log_bytes if log else b"",
                    call_sites=result.call_sites if call_sites else None, cache_hit=hit or result.cache_hit,
                    decisions=result.decisions.copy(), default_decisions=result.default_decisions.copy(),
-                   warnings=list(result.warnings))
+                   warnings=list(result.warnings),
+                   grouped_code=None if result.grouped_code is None else list(result.grouped_code))
 

@@ -33,6 +33,7 @@ _PACKAGES = {
     "inlining": "mlopt.problems.inlining",
     "inlining-default": "mlopt.problems.inlining_default",
     "inlining-linkage": "mlopt.problems.inlining_linkage",
+    "inlining-linked": "mlopt.problems.inlining_linked",
     "regalloc": "mlopt.problems.regalloc",
     "regalloc-trace": "mlopt.problems.regalloc_trace",
     "regalloc-trace-cycles": "mlopt.problems.regalloc_trace_cycles",

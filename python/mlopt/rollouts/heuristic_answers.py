@@ -11,7 +11,8 @@ items; answering them here spares writing, sending, loading and checking
 each candidate in a worker.
 
 Only plain MLP policies (their numpy weights decide) and the ``.text``
-objective qualify. A row is decided here only where every float32
+objective qualify -- and ``linked_share`` when the heuristic's cost of each
+module by it is given (``heuristic_costs``: the answer is then that cost). A row is decided here only where every float32
 evaluation order picks the same action (:meth:`MLPPolicy.sure_of_inputs`);
 an item with a near-tie row, a policy deciding otherwise anywhere, a module
 the cache does not hold, or a policy of another kind is left to a rollout
@@ -53,18 +54,27 @@ class HeuristicAnswers:
     """The answers above, with each module's trajectory read from the trace cache once (at most
     ``max_modules`` kept, least recently used dropped first). ``answered`` counts the items answered."""
 
-    def __init__(self, llvm: int | None = None, ir2vec_vocab: str | None = None, max_modules: int = 32768):
+    def __init__(self, llvm: int | None = None, ir2vec_vocab: str | None = None, max_modules: int = 32768,
+                 heuristic_costs: dict[str, float] | None = None):
         self.llvm = llvm
+        self.heuristic_costs = heuristic_costs
         self.ir2vec_vocab = ir2vec_vocab
         self.max_modules = max_modules
         self.answered = 0
         self._trajectories: OrderedDict[tuple, _Trajectory | None] = OrderedDict()
 
-    @staticmethod
-    def qualifies(policy) -> bool:
-        """A plain MLP of a problem whose cost is ``.text`` bytes (its numpy forward pass is the policy)."""
+    def qualifies(self, policy) -> bool:
+        """A plain MLP (its numpy forward pass is the policy) of a problem whose cost is ``.text`` bytes, or
+        the linked share with the heuristic's costs given."""
+        objective = getattr(getattr(policy, "problem", None), "objective", None)
         return (isinstance(policy, MLPPolicy) and type(policy).logits is MLPPolicy.logits
-                and getattr(policy.problem, "objective", None) == "text_size")
+                and (objective == "text_size" or objective == "linked_share" and self.heuristic_costs is not None))
+
+    def _answer(self, t: _Trajectory) -> float | None:
+        """The cost of a compile that walks ``t``: its size, or the given heuristic cost."""
+        if self.heuristic_costs is None:
+            return float(t.size)
+        return self.heuristic_costs.get(t.entry.name)
 
     def costs(self, policies, items) -> list[float | None]:
         """Per item ``(policy index, entry)``: the heuristic compile's size where the policy decides as
@@ -84,7 +94,7 @@ class HeuristicAnswers:
                 continue
             if not len(t.decisions):  # no call site: every policy compiles it as the heuristic
                 for k in ks:
-                    out[k] = float(t.size)
+                    out[k] = self._answer(t)
                 continue
             for c in sorted({items[k][0] for k in ks}):
                 asked.setdefault(c, []).append(name)
@@ -99,7 +109,7 @@ class HeuristicAnswers:
                     continue
                 bounds = np.cumsum([0] + [len(p) for p in parts])
                 decisions = np.concatenate([t.decisions for t in held])
-                stacked[tag] = (np.concatenate(parts), bounds, decisions, [float(t.size) for t in held])
+                stacked[tag] = (np.concatenate(parts), bounds, decisions, [self._answer(t) for t in held])
             x, bounds, decisions, sizes = stacked[tag]
             lead, unsure = policy.sure_of_inputs(x)
             same = (lead == decisions) & ~unsure

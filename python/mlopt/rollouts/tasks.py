@@ -29,6 +29,7 @@ _TRACES: dict[tuple, object] = {}  # traces this worker has loaded
 _UNTRACED: set[tuple] = set()  # modules mlopt trace's cache did not hold (_start_from_trace)
 REWARD_CPU_ENV = "MLOPT_REWARD_CPU"  # llvm-mca's -mcpu for the trace_cycles objective (default: this host)
 _CYCLE_MODELS: dict = {}  # CPU -> this worker's CycleModel
+INLINER_OBJECTIVES = ("text_size", "linked_share")  # the inliner's policies, loaded by mlopt.load_policy
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ class RolloutTask:
     # Also return the object's code sections (Rollout.text_sections; evaluation/linked.py): the compile keeps
     # its object and skips every cache (a cached size has no object).
     text_sections: bool = False
+    # Also return the object's grouped (COMDAT) code sections (Rollout.grouped_code: (name hash, bytes));
+    # the caches keep them. The linked_share objective always asks for them.
+    grouped_code: bool = False
 
 
 @dataclass
@@ -85,6 +89,7 @@ class Rollout:
     llvm_seconds: float = 0.0  # inside the engine (LLVM and the policy)
     cost: float = 0.0  # the problem's objective (lower is better): .text bytes, RegAllocScore, ...
     text_sections: list | None = field(default=None, repr=False)  # corpus.elf.TextSection, on request
+    grouped_code: list | None = field(default=None, repr=False)  # (section name hash, bytes), on request
 
 
 def default_ir2vec_vocab() -> str:
@@ -110,7 +115,7 @@ def _policy(path: str | None, vocab: str, problem: str = "inlining", weights: st
 
         if len(_POLICIES) >= 64:  # ES writes new policies every iteration
             _POLICIES.clear()
-        policy = (load_policy(path, ir2vec_vocab=vocab) if get(problem).objective == "text_size"
+        policy = (load_policy(path, ir2vec_vocab=vocab) if get(problem).objective in INLINER_OBJECTIVES
                   else load_policy(path, problem))
         if weights is not None:
             twin = load_weights(weights, policy.problem, known_vocabs=_VOCABS)  # written by mlopt's trainer
@@ -181,7 +186,7 @@ def run_rollout(task: RolloutTask) -> Rollout:
     return _OBJECTIVES[get(task.problem).objective](task)
 
 
-def _size_rollout(task: RolloutTask) -> Rollout:
+def _size_rollout(task: RolloutTask, grouped: bool = False) -> Rollout:
     """The inliner's rollout: optimize and generate code; cost = .text bytes."""
     from ..compiler import compile
 
@@ -191,11 +196,12 @@ def _size_rollout(task: RolloutTask) -> Rollout:
     linkage = task.callee_linkage or takes_linkage(policy)
     start = time.perf_counter()
     cache = _cache(module.llvm, task.cache) if task.cache and not task.text_sections else None
-    if cache is not None and task.start_from_trace and not task.call_sites:
-        _start_from_trace(cache, task.entry, module, vocab, linkage)
+    grouped = grouped or task.grouped_code
+    if cache is not None and task.start_from_trace and not task.call_sites and not grouped:
+        _start_from_trace(cache, task.entry, module, vocab, linkage)  # the trace's compiles list no grouped code
     r = compile(module, policy, log=True, call_sites=task.call_sites, cache=cache, forced_decisions=task.forced,
                 ir2vec_vocab=vocab or None, forced_callees=dict(task.forced_callees), log_callee_linkage=linkage,
-                keep_object=task.text_sections)
+                keep_object=task.text_sections, grouped_code=grouped)
     llvm_seconds = time.perf_counter() - start
     sections = None
     if task.text_sections:
@@ -206,7 +212,36 @@ def _size_rollout(task: RolloutTask) -> Rollout:
                    int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,
                    r.default_decisions if task.call_sites else None,
                    r.decisions if task.call_sites or task.decisions else None,
-                   module.notes, r.cache_hit, llvm_seconds, cost=float(r.text_size), text_sections=sections)
+                   module.notes, r.cache_hit, llvm_seconds, cost=float(r.text_size), text_sections=sections,
+                   grouped_code=r.grouped_code)
+
+
+_SHARES: dict = {}  # this worker's LinkedShares, per (path, mtime, size)
+
+
+def _linked_shares():
+    """The table of $MLOPT_LINKED_SHARES, loaded once per worker (and file version)."""
+    from ..problems.inlining_linked.shares import LINKED_SHARES_ENV, LinkedShares, load_from_env
+
+    path = os.environ.get(LINKED_SHARES_ENV, "")
+    if not path:
+        return load_from_env()  # raises, naming --linked-shares
+    st = os.stat(path)
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _SHARES:
+        _SHARES.clear()
+        _SHARES[key] = LinkedShares.load(path)
+    return _SHARES[key]
+
+
+def _linked_rollout(task: RolloutTask) -> Rollout:
+    """The inliner's rollout costed as the package links it: cost = the module's
+    code with each grouped (COMDAT) section charged 1/k of its size, k the
+    package's -Oz objects that have one (problems/inlining_linked)."""
+    shares = _linked_shares()
+    r = _size_rollout(task, grouped=True)
+    r.cost = shares.charged(task.entry.name, r.text_size, r.grouped_code)
+    return r
 
 
 def _start_from_trace(cache, entry: CorpusEntry, module, vocab: str, linkage: bool = False) -> None:
@@ -305,5 +340,5 @@ def _trace_cycles_rollout(task: RolloutTask) -> Rollout:
 
 
 # Problem.objective -> the rollout that measures it
-_OBJECTIVES = {"text_size": _size_rollout, "regalloc_score": _regalloc_rollout,
+_OBJECTIVES = {"text_size": _size_rollout, "linked_share": _linked_rollout, "regalloc_score": _regalloc_rollout,
                "trace_instructions": _trace_rollout, "trace_cycles": _trace_cycles_rollout}

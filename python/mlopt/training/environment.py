@@ -73,19 +73,21 @@ class CompilerEnvironment:
     written under ``work`` (a new name per call: workers cache loaded
     policies by path) and compiled by :mod:`mlopt.rollouts`."""
 
-    def __init__(self, problem, pool=None, *, twins: bool = True, start_from_trace: bool = True):
+    def __init__(self, problem, pool=None, *, twins: bool = True, start_from_trace: bool = True,
+                 heuristic_costs: dict[str, float] | None = None):
         self.problem = problem
         self.pool = pool
         self.twins = twins  # write each MLP's numpy weights beside it for replay (RolloutTask.weights)
         # workers start a module's replay from mlopt trace's cached heuristic compile (RolloutTask.start_from_trace)
         self.start_from_trace = start_from_trace
         # with it: costs() answers in this process the items a worker would replay from the trace (a candidate
-        # deciding as the heuristic throughout), without writing, sending or loading the candidate
+        # deciding as the heuristic throughout), without writing, sending or loading the candidate; an objective
+        # other than .text bytes (linked_share) with ``heuristic_costs``: the heuristic's cost of each module by it
         self.answers = None
         if start_from_trace:
             from ..rollouts import HeuristicAnswers
 
-            self.answers = HeuristicAnswers()
+            self.answers = HeuristicAnswers(heuristic_costs=heuristic_costs)
         self._calls = 0
         self.failures: list[tuple[str, str]] = []  # (module, reason) of the last call's failed rollouts
         # Of the last costs() call's rollouts, how many the workers' caches answered (trajectory replay

@@ -285,8 +285,9 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
   if (Options.Cache && Options.CodeGenLevel >= 0 && !Options.KeepObject && !Options.Regalloc &&
       !Options.TraceableCodegen) {
     CacheKey = TextSizeCache::key(Bitcode, Options, Trace.Decisions);
-    if (std::optional<uint64_t> Size = Options.Cache->lookup(*CacheKey)) {
-      Out.TextSize = *Size;
+    if (std::optional<ObjectCodeSize> Size = Options.Cache->lookup(*CacheKey)) {
+      Out.TextSize = Size->Text;
+      Out.Grouped = std::move(Size->Grouped);
       Out.CacheHit = true;
       Out.Warnings = std::move(Diags.Warnings);
       return Out;
@@ -340,11 +341,13 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
       Options.Cache->functions().count(Reuse->stubs(), Reuse->Functions.size() - Reuse->stubs(),
                                        /*Redone=*/!Stubs);
     }
-    Out.TextSize = objectTextSize(Object, Name);
+    ObjectCodeSize Size = objectCodeSize(Object, Name, Options.GroupedCode);
     if (Probing)
       Probing->addCodegenSeconds(Since(CodegenStart));
     if (CacheKey)
-      Options.Cache->insert(*CacheKey, Out.TextSize);
+      Options.Cache->insert(*CacheKey, Size);
+    Out.TextSize = Size.Text;
+    Out.Grouped = std::move(Size.Grouped);
     if (Options.KeepObject)
       Out.Object = Object.str();
   }

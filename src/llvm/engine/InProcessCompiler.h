@@ -29,6 +29,7 @@
 #include "Errors.h"
 #include "InlineFeatures.h"
 #include "InlinePolicyRunner.h"
+#include "ObjectTextSize.h"
 
 #include <array>
 #include <cstdint>
@@ -68,6 +69,9 @@ struct CompileOptions {
   int LoopVectorize = -1;
   int SLPVectorize = -1;
   bool KeepObject = false;
+  /// Also list the object's code sections in section groups (COMDAT):
+  /// CompileOutput::Grouped (ObjectTextSize.h).
+  bool GroupedCode = false;
   /// The training log also has callee_linkage before inlining_default
   /// (trainingLogFeatures; the inlining-linkage problem's 40th input).
   bool LogCalleeLinkage = false;
@@ -109,6 +113,7 @@ struct CompileOptions {
 struct CompileOutput {
   uint64_t TextSize = 0;   // bytes of .text sections in the object
   std::string Object;      // the object file, when KeepObject
+  std::vector<GroupedCode> Grouped; // with GroupedCode: its grouped code sections
   std::string TrainingLog; // development-mode log of the inliner's decisions
   std::vector<std::string> Warnings;
   std::vector<std::pair<std::string, std::string>> CallSites; // with RecordCallSites

@@ -17,13 +17,14 @@ TextSizeCache::Key TextSizeCache::key(const std::string &Bitcode, const CompileO
   Text += Options.Pipeline + '\0' + std::to_string(Options.CodeGenLevel) + '\0';
   Text += Options.TargetTriple + '\0' + Options.RelocModel + '\0';
   Text += std::to_string(Options.LoopVectorize) + ',' + std::to_string(Options.SLPVectorize) + '\0';
+  Text += Options.GroupedCode ? "grouped\0" : "\0";
   Text += Decisions;
   llvm::XXH128_hash_t H = llvm::xxh3_128bits(
       llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(Text.data()), Text.size()));
   return {H.low64, H.high64};
 }
 
-std::optional<uint64_t> TextSizeCache::lookup(const Key &K) {
+std::optional<ObjectCodeSize> TextSizeCache::lookup(const Key &K) {
   std::lock_guard<std::mutex> Guard(Lock);
   auto It = Sizes.find(K);
   if (It == Sizes.end()) {
@@ -34,9 +35,9 @@ std::optional<uint64_t> TextSizeCache::lookup(const Key &K) {
   return It->second;
 }
 
-void TextSizeCache::insert(const Key &K, uint64_t TextSize) {
+void TextSizeCache::insert(const Key &K, const ObjectCodeSize &Size) {
   std::lock_guard<std::mutex> Guard(Lock);
-  if (!Sizes.emplace(K, TextSize).second)
+  if (!Sizes.emplace(K, Size).second)
     return;
   Order.push_back(K);
   while (Order.size() > Capacity) {

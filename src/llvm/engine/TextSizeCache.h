@@ -4,7 +4,9 @@
 // sequence) -- hashed to 128 bits (xxh3) -- to the .text size code
 // generation produced. LLVM is deterministic: the same input, options and
 // decisions give the same optimized module, so the size is the same and
-// code generation can be skipped. Thread-safe; holds at most Capacity
+// code generation can be skipped. With CompileOptions::GroupedCode (part of
+// the key) an entry also keeps the object's grouped code sections
+// (ObjectTextSize.h). Thread-safe; holds at most Capacity
 // entries (the oldest are dropped first). hits()/misses() count lookups.
 //
 // With PerFunction, a compile that misses also reuses machine code per
@@ -24,6 +26,7 @@
 
 #include "FunctionCodeReuse.h"
 #include "InlinerPrefixCache.h"
+#include "ObjectTextSize.h"
 #include "SimplificationProbe.h"
 
 #include <cstdint>
@@ -50,8 +53,8 @@ public:
   static Key key(const std::string &Bitcode, const CompileOptions &Options,
                  const std::string &Decisions);
 
-  std::optional<uint64_t> lookup(const Key &K);
-  void insert(const Key &K, uint64_t TextSize);
+  std::optional<ObjectCodeSize> lookup(const Key &K);
+  void insert(const Key &K, const ObjectCodeSize &Size);
 
   size_t size() const;
   uint64_t hits() const;
@@ -74,7 +77,7 @@ private:
   InlinerPrefixCache Prefixes;
   std::unique_ptr<SimplificationProbe> Probe;
   mutable std::mutex Lock;
-  std::map<Key, uint64_t> Sizes;
+  std::map<Key, ObjectCodeSize> Sizes;
   std::deque<Key> Order;
   uint64_t Hits = 0, Misses = 0;
 };

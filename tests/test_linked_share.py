@@ -1,0 +1,127 @@
+"""The linked_share objective (problems/inlining_linked): the engine's
+grouped (COMDAT) code sections, the packages' table, each module's charge.
+
+Two hand-built modules of one package each define the same ``linkonce_odr``
+function in a COMDAT and call it twice at sites the -Oz heuristic declines.
+The engine's grouped code must be exactly the object's SHF_GROUP text
+sections (names hashed, sizes), from a full compile, the cache and replay
+alike. Under -Oz the two charges sum to the package-linked estimate
+(evaluation/linked.py). A policy that inlines both calls in one module drops
+its copy: the per-module sum credits the whole body, the linked share half
+of it -- exactly, so a charge that counted the copy in full (or not at all)
+fails."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+import mlopt
+from mlopt.compiler import TextSizeCache
+from mlopt.compiler.compile import section_name_hash
+from mlopt.corpus import CorpusEntry
+from mlopt.corpus.elf import text_sections
+from mlopt.errors import TraceError
+from mlopt.evaluation.linked import linked_text
+from mlopt.problems import get
+from mlopt.problems.inlining_linked import LINKED_SHARES_ENV, LinkedShares
+from mlopt.rollouts import RolloutTask, build_linked_shares, run_rollout
+from tests.test_inlining_linkage import _BODY
+
+pytestmark = pytest.mark.llvm
+
+TRIPLE = "x86_64-pc-linux-gnu"
+
+
+def _ir(caller: str) -> str:
+    return (f'target triple = "{TRIPLE}"\n$lo = comdat any\n'
+            f"define linkonce_odr i32 @lo(i32 %x) comdat {{\nentry:\n{_BODY}}}\n\n"
+            f"define i32 @{caller}(i32 %x) {{\nentry:\n  %a = call i32 @lo(i32 %x)\n"
+            f"  %b = call i32 @lo(i32 %a)\n  ret i32 %b\n}}\n")
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    """Two corpus entries of package ``pkg`` (bitcode by llvm-as), each with the COMDAT function ``lo``."""
+    from mlopt._native import default_llvm
+
+    major = default_llvm()
+    tool = shutil.which(f"llvm-as-{major}")
+    if tool is None:
+        pytest.skip(f"llvm-as-{major} not installed")
+    d = tmp_path_factory.mktemp("linked")
+    entries = []
+    for caller in ("a", "b"):
+        bc = d / f"{caller}.bc"
+        subprocess.run([tool, "-o", str(bc), "-"], input=_ir(caller).encode(), check=True)
+        entries.append(CorpusEntry(f"pkg/{caller}.o", bc, ("-Oz", "-c", f"{caller}.c")))
+    return entries
+
+
+def _sections(entry, policy=None):
+    r = mlopt.compile(entry.load(), policy, keep_object=True, grouped_code=True)
+    return r, text_sections(r.object, entry.name)
+
+
+def test_grouped_code_is_the_objects_grouped_text_sections(package):
+    for entry in package:
+        r, sections = _sections(entry)
+        grouped = [(section_name_hash(s.name), s.size) for s in sections if s.comdat]
+        assert len(grouped) == 1 and grouped[0][0] == section_name_hash(".text.lo"), sections
+        assert r.grouped_code == grouped
+        assert r.text_size == sum(s.size for s in sections)
+        assert mlopt.compile(entry.load()).grouped_code is None  # only on request
+
+
+def test_the_cache_and_replay_keep_grouped_code(package):
+    entry = package[0]
+    full, _ = _sections(entry)
+    cache = TextSizeCache(llvm=entry.load().llvm)
+    plain = mlopt.compile(entry.load(), cache=cache)  # the same decisions, no grouped code asked
+    assert plain.grouped_code is None
+    first = mlopt.compile(entry.load(), cache=cache, grouped_code=True)  # not the plain compile's entry
+    again = mlopt.compile(entry.load(), cache=cache, grouped_code=True)
+    assert first.grouped_code == again.grouped_code == full.grouped_code
+    assert again.cache_hit and first.text_size == again.text_size == full.text_size
+    inline_all = lambda ints: 1  # noqa: E731
+    no_replay = TextSizeCache(llvm=entry.load().llvm, replay=False)  # the engine's decision-level cache
+    for _ in range(2):
+        r = mlopt.compile(entry.load(), inline_all, cache=no_replay, grouped_code=True)
+        assert r.grouped_code == [] and r.text_size == _sections(entry, inline_all)[0].text_size
+    assert no_replay.hits >= 1
+
+
+def test_charges_sum_to_the_linked_estimate_and_credit_a_dropped_copy_its_share(package, monkeypatch, tmp_path):
+    shares, costs = build_linked_shares(package, workers=1)
+    assert shares.counts == {"pkg": {section_name_hash(".text.lo"): 2}}
+    heuristic = {e.name: _sections(e)[1] for e in package}
+    assert sum(costs.values()) == linked_text(heuristic)["pkg"]  # one copy of lo, both callers
+    path = tmp_path / "shares.npz"
+    shares.save(path)
+    assert LinkedShares.load(path) == shares
+    monkeypatch.setenv(LINKED_SHARES_ENV, str(path))
+    inline_all = lambda ints: 1  # noqa: E731
+    a = package[0]
+    r, sections = _sections(a, inline_all)
+    assert not any(s.comdat for s in sections)  # the copy is gone, the caller grew
+    lo = next(s.size for s in heuristic[a.name] if s.comdat)
+    per_module_delta = r.text_size - sum(s.size for s in heuristic[a.name])
+    rollout = run_rollout(RolloutTask(a, None, problem="inlining-linked", cache=False))
+    assert rollout.cost == costs[a.name]  # the heuristic, charged through the objective
+    assert get("inlining-linked").objective == "linked_share"
+    charged = shares.charged(a.name, r.text_size, r.grouped_code)
+    assert charged - costs[a.name] == per_module_delta + lo / 2  # half of lo is still linked from b
+
+
+def test_table_errors_are_typed(package, monkeypatch, tmp_path):
+    monkeypatch.delenv(LINKED_SHARES_ENV, raising=False)
+    with pytest.raises(TraceError, match="--linked-shares"):
+        run_rollout(RolloutTask(package[0], None, problem="inlining-linked", cache=False))
+    with pytest.raises(TraceError, match="no package 'other'"):
+        LinkedShares({"pkg": {1: 2}}).charged("other/x.o", 10, [])
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a table")
+    with pytest.raises(TraceError, match="bad.npz"):
+        LinkedShares.load(bad)
