@@ -89,6 +89,28 @@ def test_curve(env, init, run_dir: Path, test, baseline, work: Path, points: int
     return out
 
 
+def _linked_baseline(args, side, pool, results) -> dict[str, float]:
+    """The linked_share objective: the packages' table over all three splits (the heuristic's grouped code;
+    built once, kept in --out as linked-shares.npz with the -Oz charges; the workers read it as
+    $MLOPT_LINKED_SHARES, set before they start); returns each module's -Oz charge (the baseline every
+    delta is taken against)."""
+    from mlopt.problems.inlining_linked import LinkedShares
+    from mlopt.rollouts import build_linked_shares
+
+    table, charges = args.out / "linked-shares.npz", args.out / "linked-shares-oz.json"
+    start = time.perf_counter()
+    if table.exists() and charges.exists():
+        shares, costs = LinkedShares.load(table), json.loads(charges.read_text())
+    else:
+        shares, costs = build_linked_shares([e for s in side.values() for e in s], pool=pool, quiet=False)
+        shares.save(table)
+        charges.write_text(json.dumps(costs, sort_keys=True))
+    results["linked_shares"] = {"packages": len(shares.packages), "modules": len(costs),
+                                "seconds": round(time.perf_counter() - start, 1)}
+    print("linked shares", json.dumps(results["linked_shares"]), flush=True)
+    return {m: float(c) for m, c in costs.items()}
+
+
 def _percent(metrics: dict) -> str:
     v = metrics["validation_delta_percent"]
     return "-" if v is None else f"{v:+.3f}%"
@@ -219,6 +241,10 @@ def main() -> None:
     ap.add_argument("--hidden", type=lambda t: tuple(int(v) for v in t.split(",") if v), default=None,
                     metavar="N,N", help="start from a network of these hidden widths ('' for none: linear), "
                     "distilled from BC on the training split's trace")
+    ap.add_argument("--problem", default=None, metavar="NAME",
+                    help="train the starting weights for this problem (one they may start from), e.g. "
+                         "inlining-linked: every cost, the test's included, is then the module's share of its "
+                         "package's linked .text (problems/inlining_linked)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--extend", action="store_true",
                     help="continue DIR's runs from their checkpoints up to --budget seconds in all")
@@ -227,8 +253,10 @@ def main() -> None:
         ap.error("--es-hold-flip-share holds --es-flip-share's share: give it")
     args.out.mkdir(parents=True, exist_ok=True)
     earlier = json.loads((args.out / "es_ppo.json").read_text()) if args.extend else {}
-    init = load_weights(args.bc / "policy.npz" if args.bc.is_dir() else args.bc)
+    init = load_weights(args.bc / "policy.npz" if args.bc.is_dir() else args.bc, args.problem)
     results = {"llvm": os.environ.get("MLOPT_LLVM", "default"), "budget_s": args.budget, "seed": args.seed}
+    if init.problem.objective == "linked_share":  # read lazily by the workers, which start next
+        os.environ["MLOPT_LINKED_SHARES"] = str((args.out / "linked-shares.npz").resolve())
     with make_pool(args.workers) as pool:
         side = {s: corpus_entries(args.splits / s) for s in ("train", "validation", "test")}
         baseline = {}
@@ -258,7 +286,9 @@ def main() -> None:
             side["train"] = [e for e in side["train"] if lang.get(e.name) in keep]
             results["train_languages"] = {"only": sorted(keep), "train": len(side["train"])}
             print("train languages", json.dumps(results["train_languages"]), flush=True)
-        env = CompilerEnvironment(init.problem, pool)
+        if init.problem.objective == "linked_share":
+            baseline = _linked_baseline(args, side, pool, results)
+        env = CompilerEnvironment(init.problem, pool, heuristic_costs=baseline)
         languages = module_languages(args.splits / "test")
         results["bc"] = {"test": test_report(env, init, side["test"], baseline, args.out / "work", languages)}
         print("bc", json.dumps(results["bc"]["test"]["all"]), flush=True)

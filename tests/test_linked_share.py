@@ -125,3 +125,72 @@ def test_table_errors_are_typed(package, monkeypatch, tmp_path):
     bad.write_bytes(b"not a table")
     with pytest.raises(TraceError, match="bad.npz"):
         LinkedShares.load(bad)
+
+
+def _linked_prior(mini_corpus, tmp_path):
+    """An inlining-linked network deciding as -Oz (the default prior given the linkage input), saved and
+    loaded for that problem."""
+    from mlopt.problems import load_weights
+    from mlopt.problems.inlining import FEATURES
+    from mlopt.problems.inlining_default.prior import with_default_prior
+    from mlopt.problems.inlining_linkage.rule import with_linkage_input
+
+    logs = [mlopt.compile(m).log for m in mlopt.load_corpus(mini_corpus)]
+    vocab = mlopt.Vocab.from_logs(logs, num_buckets=50, features=FEATURES)
+    prior = with_linkage_input(with_default_prior(mlopt.InlinePolicy.random(vocab, hidden=(8,), seed=3), 20.0))
+    prior.save(tmp_path / "prior.npz")
+    return load_weights(tmp_path / "prior.npz", "inlining-linked")
+
+
+def test_heuristic_answers_give_the_linked_charge(mini_corpus, tmp_path, monkeypatch):
+    """A linked-share policy deciding as -Oz is answered in process with the module's -Oz charge -- the
+    cost a real rollout of it measures -- and only when the charges are given."""
+    from mlopt.corpus import corpus_entries
+    from mlopt.rollouts import HeuristicAnswers, trace_corpus
+
+    monkeypatch.setenv("MLOPT_CACHE", str(tmp_path / "cache"))
+    entries = corpus_entries(mini_corpus)
+    shares, costs = build_linked_shares(entries, workers=1)
+    shares.save(tmp_path / "shares.npz")
+    monkeypatch.setenv(LINKED_SHARES_ENV, str(tmp_path / "shares.npz"))
+    trace_corpus(mini_corpus, quiet=True, callee_linkage=True, workers=1)
+    policy = _linked_prior(mini_corpus, tmp_path)
+    assert policy.problem.name == "inlining-linked"
+    items = [(0, e) for e in entries]
+    assert HeuristicAnswers().costs([policy], items) == [None] * len(items)
+    got = HeuristicAnswers(heuristic_costs=costs).costs([policy], items)
+    assert got == [costs[e.name] for e in entries]
+    path = policy.export(tmp_path / "p")
+    for e in entries:
+        r = run_rollout(RolloutTask(e, str(path), problem="inlining-linked", cache=False))
+        assert r.cost == costs[e.name] and r.cost <= r.text_size, e.name
+
+
+def test_cli_trains_es_on_the_linked_share(mini_corpus, tmp_path, capsys, monkeypatch):
+    """mlopt train es --problem inlining-linked: without --linked-shares a usage error; with a new FILE the
+    table is built there (the one build_linked_shares makes) and one iteration runs; an existing table is
+    read, not rewritten; one that lacks a corpus package is refused, naming it."""
+    import json
+
+    from mlopt.cli import main
+    from mlopt.corpus import corpus_entries
+
+    monkeypatch.setenv("MLOPT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(LINKED_SHARES_ENV, raising=False)
+    _linked_prior(mini_corpus, tmp_path)
+    es = ["train", "es", str(mini_corpus), "--init", str(tmp_path / "prior.npz"), "--problem", "inlining-linked",
+          "--iterations", "1", "--perturbations", "1", "--modules", "2", "--workers", "1", "--quiet", "--no-compile"]
+    assert main([*es, "-o", str(tmp_path / "es0")]) == 2
+    assert "--linked-shares" in capsys.readouterr().err
+    table = tmp_path / "shares.npz"
+    assert main([*es, "-o", str(tmp_path / "es1"), "--linked-shares", str(table), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["iterations"] == 1
+    assert LinkedShares.load(table) == build_linked_shares(corpus_entries(mini_corpus), workers=1)[0]
+    stamp = table.stat().st_mtime_ns
+    assert main([*es, "-o", str(tmp_path / "es2"), "--linked-shares", str(table)]) == 0
+    assert table.stat().st_mtime_ns == stamp
+    capsys.readouterr()
+    LinkedShares({"other": {1: 1}}).save(tmp_path / "other.npz")
+    assert main([*es, "-o", str(tmp_path / "es3"), "--linked-shares", str(tmp_path / "other.npz")]) == 2
+    assert "no package" in capsys.readouterr().err

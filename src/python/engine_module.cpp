@@ -371,7 +371,8 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
       });
 
   m.def(
-      "section_name_hash", [](const std::string &Name) { return llvm::xxh3_64bits(Name); }, "name"_a,
+      "section_name_hash", [](const std::string &Name) { return llvm::xxh3_64bits(Name); },
+      "name"_a,
       "The hash compile(grouped_code=True) names a grouped code section by (xxh3-64 of its name).");
   m.def("compile", &compileBinding, "module"_a, "pipeline"_a, "codegen_level"_a, "target_triple"_a,
         "reloc_model"_a, "loop_vectorize"_a, "slp_vectorize"_a, "keep_object"_a, "call_sites"_a,

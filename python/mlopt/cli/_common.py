@@ -37,6 +37,15 @@ def add_ir2vec_option(parser) -> None:
                              "callee_embedding and caller_embedding")
 
 
+def add_linked_shares_option(parser) -> None:
+    """``--linked-shares FILE``: the packages' table of -Oz COMDAT code the
+    linked_share objective (problem inlining-linked) charges by; passed on
+    as $MLOPT_LINKED_SHARES so worker processes use it too."""
+    parser.add_argument("--linked-shares", metavar="FILE",
+                        help="problem inlining-linked: the packages' table of -Oz COMDAT code (.npz); built over "
+                             "the training and validation corpora and written to FILE when it does not exist")
+
+
 def add_reward_trace_option(parser) -> None:
     """``--reward-trace TRACE``: the recorded run (``mlopt reward trace``)
     the trace objectives (problems regalloc-trace, regalloc-trace-cycles)
@@ -189,6 +198,9 @@ def run(func, args) -> int:
     trace = getattr(args, "reward_trace", None)
     if trace is not None:
         os.environ["MLOPT_REWARD_TRACE"] = os.path.abspath(trace)
+    shares = getattr(args, "linked_shares", None)
+    if shares is not None:  # the workers read it lazily: the table may be built after they start
+        os.environ["MLOPT_LINKED_SHARES"] = os.path.abspath(shares)
     cpu = getattr(args, "reward_cpu", None)
     if cpu is not None:
         os.environ["MLOPT_REWARD_CPU"] = cpu

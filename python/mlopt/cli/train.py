@@ -9,6 +9,7 @@ from ._common import (
     add_command,
     add_exclude_option,
     add_ir2vec_option,
+    add_linked_shares_option,
     add_reward_trace_option,
     float_list,
     fraction,
@@ -99,7 +100,10 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe, prepare=None)
         train = corpus_entries(args.corpus, args.exclude)
         validation = corpus_entries(args.validation, args.exclude) if args.validation else []
         corpora = [args.corpus] + ([args.validation] if args.validation else [])
-        baseline = _objective_baseline(problem, corpora, train + validation, pool, args.quiet)
+        if problem.objective == "linked_share":
+            baseline = _linked_shares(args.linked_shares, train + validation, pool, args.quiet)
+        else:
+            baseline = _objective_baseline(problem, corpora, train + validation, pool, args.quiet)
         distilled = None
         if args.hidden is not None and [w.shape[0] for w, _ in policy.layers[:-1]] != list(args.hidden):
             from ..training.distill import distill
@@ -296,9 +300,40 @@ def _baselines(corpora: list[str], pool, quiet: bool, callee_linkage: bool = Fal
     return baseline, traces
 
 
+def _linked_shares(path: str, entries: list, pool, quiet: bool) -> dict[str, float]:
+    """The linked_share objective's table: read from ``path``, or built over ``entries`` (the training and
+    validation modules) and written there (the workers read it as $MLOPT_LINKED_SHARES, set by cli._common.run
+    before they start). Returns each module's -Oz charge (the baseline)."""
+    from pathlib import Path
+
+    from ..problems.inlining_linked import LinkedShares
+    from ..problems.inlining_linked.shares import package_of
+    from ..rollouts import build_linked_shares
+    from ..training.validation import costs_of
+    from ._common import UsageError
+
+    table = Path(path)
+    if table.exists():
+        shares = LinkedShares.load(table)
+        missing = sorted({package_of(e.name) for e in entries} - set(shares.packages))
+        if missing:
+            raise UsageError(f"{table}: no package {missing[0]!r} ({len(missing)} of the corpora's packages "
+                             f"missing): give a new FILE to build the table over these corpora")
+        costs = costs_of([(None, e) for e in entries], "inlining-linked", pool=pool, quiet=quiet,
+                         desc="linked share of the default")
+        return {e.name: c for e, c in zip(entries, costs) if c is not None}
+    shares, costs = build_linked_shares(entries, pool=pool, quiet=quiet, skip_failed=True)
+    shares.save(table)
+    return costs
+
+
 def _check_objective_inputs(problem, args) -> None:
     """What the problem's objective needs, named before any work starts."""
     from ._common import UsageError
+
+    if problem.objective == "linked_share" and not getattr(args, "linked_shares", None):
+        raise UsageError(f"problem {problem.name} is costed by the packages' -Oz COMDAT code: pass "
+                         "--linked-shares FILE (built there when it does not exist)")
 
     if problem.objective.startswith("trace_") and not getattr(args, "reward_trace", None):
         raise UsageError(f"problem {problem.name} is costed by a recorded run: pass --reward-trace TRACE "
@@ -383,6 +418,7 @@ def _rollout_trainer_options(parser) -> None:
     add_exclude_option(parser)
     add_ir2vec_option(parser)
     add_reward_trace_option(parser)
+    add_linked_shares_option(parser)
 
 
 def register(sub) -> None:

@@ -504,8 +504,9 @@ def _replay_key(module: Module, pipeline: str | None, vocab: str, linkage: bool 
     digest = getattr(module, "_replay_digest", None)
     if digest is None:
         digest = module._replay_digest = hashlib.blake2b(module.bitcode, digest_size=16).digest()
-    return (digest, module.llvm, pipeline or module.default_pipeline(), module.opt_level, module.target,
-            module.reloc_model, module.loop_vectorize, module.slp_vectorize, vocab, linkage) + (("grouped",) if grouped else ())
+    key = (digest, module.llvm, pipeline or module.default_pipeline(), module.opt_level, module.target,
+           module.reloc_model, module.loop_vectorize, module.slp_vectorize, vocab, linkage)
+    return (*key, "grouped") if grouped else key
 
 
 def compile_many(modules: Iterable[Module | PathLike | bytes], policy: PolicyLike = None,

@@ -12,8 +12,9 @@ each candidate in a worker.
 
 Only plain MLP policies (their numpy weights decide) and the ``.text``
 objective qualify -- and ``linked_share`` when the heuristic's cost of each
-module by it is given (``heuristic_costs``: the answer is then that cost). A row is decided here only where every float32
-evaluation order picks the same action (:meth:`MLPPolicy.sure_of_inputs`);
+module by it is given (``heuristic_costs``: the answer is then that cost).
+A row is decided here only where every float32 evaluation order picks the
+same action (:meth:`MLPPolicy.sure_of_inputs`);
 an item with a near-tie row, a policy deciding otherwise anywhere, a module
 the cache does not hold, or a policy of another kind is left to a rollout
 (None). A policy that takes ``callee_linkage`` is checked against the
@@ -70,9 +71,10 @@ class HeuristicAnswers:
         return (isinstance(policy, MLPPolicy) and type(policy).logits is MLPPolicy.logits
                 and (objective == "text_size" or objective == "linked_share" and self.heuristic_costs is not None))
 
-    def _answer(self, t: _Trajectory) -> float | None:
-        """The cost of a compile that walks ``t``: its size, or the given heuristic cost."""
-        if self.heuristic_costs is None:
+    def _answer(self, t: _Trajectory, policy) -> float | None:
+        """The cost, by ``policy``'s objective, of a compile that walks ``t``: its size, or the given
+        heuristic cost (linked_share)."""
+        if policy.problem.objective == "text_size":
             return float(t.size)
         return self.heuristic_costs.get(t.entry.name)
 
@@ -94,11 +96,11 @@ class HeuristicAnswers:
                 continue
             if not len(t.decisions):  # no call site: every policy compiles it as the heuristic
                 for k in ks:
-                    out[k] = self._answer(t)
+                    out[k] = self._answer(t, policies[items[k][0]])
                 continue
             for c in sorted({items[k][0] for k in ks}):
                 asked.setdefault(c, []).append(name)
-        stacked: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, list[float]]] = {}
+        stacked: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, list]] = {}
         for c, names in asked.items():
             policy = policies[c]
             tag = (*policy.normalization_key(), tuple(names))
@@ -109,16 +111,16 @@ class HeuristicAnswers:
                     continue
                 bounds = np.cumsum([0] + [len(p) for p in parts])
                 decisions = np.concatenate([t.decisions for t in held])
-                stacked[tag] = (np.concatenate(parts), bounds, decisions, [self._answer(t) for t in held])
-            x, bounds, decisions, sizes = stacked[tag]
+                stacked[tag] = (np.concatenate(parts), bounds, decisions, held)
+            x, bounds, decisions, held = stacked[tag]
             lead, unsure = policy.sure_of_inputs(x)
             same = (lead == decisions) & ~unsure
             agree = np.logical_and.reduceat(same, bounds[:-1]) if len(same) else np.zeros(0, bool)
-            for name, ok, size in zip(names, agree, sizes):
+            for name, ok, t in zip(names, agree, held):
                 if ok:
                     for k in by_module[name]:
                         if items[k][0] == c:
-                            out[k] = size
+                            out[k] = self._answer(t, policy)
         self.answered += sum(v is not None for v in out)
         return out
 

@@ -29,7 +29,6 @@ _TRACES: dict[tuple, object] = {}  # traces this worker has loaded
 _UNTRACED: set[tuple] = set()  # modules mlopt trace's cache did not hold (_start_from_trace)
 REWARD_CPU_ENV = "MLOPT_REWARD_CPU"  # llvm-mca's -mcpu for the trace_cycles objective (default: this host)
 _CYCLE_MODELS: dict = {}  # CPU -> this worker's CycleModel
-INLINER_OBJECTIVES = ("text_size", "linked_share")  # the inliner's policies, loaded by mlopt.load_policy
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ def _policy(path: str | None, vocab: str, problem: str = "inlining", weights: st
 
         if len(_POLICIES) >= 64:  # ES writes new policies every iteration
             _POLICIES.clear()
-        policy = (load_policy(path, ir2vec_vocab=vocab) if get(problem).objective in INLINER_OBJECTIVES
+        policy = (load_policy(path, ir2vec_vocab=vocab) if get(problem).objective == "text_size"
                   else load_policy(path, problem))
         if weights is not None:
             twin = load_weights(weights, policy.problem, known_vocabs=_VOCABS)  # written by mlopt's trainer

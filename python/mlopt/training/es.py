@@ -402,7 +402,7 @@ class ESTrainer(ValidatedRun):
         self.baseline = baseline
         self.run_dir = Path(run_dir)
         self.config = config
-        self.env = env or CompilerEnvironment(policy.problem, pool)
+        self.env = env or CompilerEnvironment(policy.problem, pool, heuristic_costs=baseline)
         self.theta = flatten(policy)
         self.trained = trained_mask(policy, config.train_layers)  # the coordinates ES perturbs and steps
         self.averaged = self.theta.astype(np.float64)  # the iterates' moving average (config.average > 0)

@@ -195,7 +195,7 @@ class FlipGradientTrainer(ValidatedRun):
         self.baseline = baseline
         self.run_dir = Path(run_dir)
         self.config = config
-        self.env = env or CompilerEnvironment(policy.problem, pool)
+        self.env = env or CompilerEnvironment(policy.problem, pool, heuristic_costs=baseline)
         self.theta = flatten(policy)
         self.averaged = self.theta.astype(np.float64)  # the iterates' moving average (config.average > 0)
         # (theta, averaged) before the last step, while it may still be undone (config.rollback); else None

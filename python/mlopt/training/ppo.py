@@ -155,7 +155,7 @@ class PPOTrainer(ValidatedRun):
         self.baseline = baseline
         self.run_dir = Path(run_dir)
         self.config = config
-        self.env = env or CompilerEnvironment(policy.problem, pool)
+        self.env = env or CompilerEnvironment(policy.problem, pool, heuristic_costs=baseline)
         self.sampler = SizeStratifiedSampler([baseline[e.name] for e in train], config.buckets, config.seed)
         self.theta = flatten(policy)
         self.adam = Adam([self.theta], lr=config.lr)

@@ -111,10 +111,10 @@ struct CompileOptions {
 };
 
 struct CompileOutput {
-  uint64_t TextSize = 0;   // bytes of .text sections in the object
-  std::string Object;      // the object file, when KeepObject
+  uint64_t TextSize = 0;            // bytes of .text sections in the object
+  std::string Object;               // the object file, when KeepObject
   std::vector<GroupedCode> Grouped; // with GroupedCode: its grouped code sections
-  std::string TrainingLog; // development-mode log of the inliner's decisions
+  std::string TrainingLog;          // development-mode log of the inliner's decisions
   std::vector<std::string> Warnings;
   std::vector<std::pair<std::string, std::string>> CallSites; // with RecordCallSites
   bool CacheHit = false;                                      // TextSize came from the cache
