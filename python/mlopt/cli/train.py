@@ -306,8 +306,8 @@ def _linked_shares(path: str, entries: list, pool, quiet: bool) -> dict[str, flo
     before they start). Returns each module's -Oz charge (the baseline)."""
     from pathlib import Path
 
+    from ..corpus.split import package_of
     from ..problems.inlining_linked import LinkedShares
-    from ..problems.inlining_linked.shares import package_of
     from ..rollouts import build_linked_shares
     from ..training.validation import costs_of
     from ._common import UsageError

@@ -22,16 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ...corpus.split import package_of
 from ...errors import TraceError
 
 # The table rollouts of the linked_share objective read (--linked-shares sets it; worker processes see it).
 LINKED_SHARES_ENV = "MLOPT_LINKED_SHARES"
 _FORMAT = "mlopt-linked-shares-1"
-
-
-def package_of(module: str) -> str:
-    """A module's package: the first component of its name (``PKG/path/in/build``)."""
-    return module.split("/", 1)[0]
 
 
 class LinkedShares:
@@ -81,13 +77,12 @@ class LinkedShares:
         where = os.fspath(path)
         try:
             with np.load(path, allow_pickle=False) as z:
-                if "format" not in z.files or str(z["format"]) != _FORMAT:
-                    raise TraceError(f"{where}: not a linked-shares table ({_FORMAT})")
-                names, sizes, hashes, counts = z["packages"], z["sizes"], z["hashes"], z["counts"]
-        except (OSError, ValueError, KeyError) as e:
-            if isinstance(e, TraceError):
-                raise
+                arrays = {k: z[k] for k in z.files}
+        except (OSError, ValueError) as e:
             raise TraceError(f"{where}: cannot read the linked-shares table: {e}") from None
+        if str(arrays.get("format", "")) != _FORMAT or not {"packages", "sizes", "hashes", "counts"} <= set(arrays):
+            raise TraceError(f"{where}: not a linked-shares table ({_FORMAT})")
+        names, sizes, hashes, counts = (arrays[k] for k in ("packages", "sizes", "hashes", "counts"))
         if len(sizes) != len(names) or int(sizes.sum()) != len(hashes) or len(hashes) != len(counts) or \
                 (len(counts) and int(counts.min()) < 1):
             raise TraceError(f"{where}: inconsistent linked-shares table ({len(names)} packages, "
