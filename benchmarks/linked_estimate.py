@@ -15,7 +15,9 @@ keeping the objects (no cache).
         --rule linkonce2-d100=2:2:100 --rule linkonce2-d1000=2:2:1000 --out val.json
 
 Figures: delta vs -Oz in percent, negative = smaller, all / C / C++, and
-with ``--packages`` per package.
+with ``--packages`` per package. Policies named ``GROUP-sN`` (one per seed
+N) also get a row per group: the mean over its seeds, the sample standard
+deviation, and the largest package-linked growth of any of its seeds.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -61,17 +65,46 @@ def _delta(a: int, b: int) -> float:
     return 100.0 * (b - a) / a if a else 0.0
 
 
+def seed_groups(names: list[str]) -> dict[str, list[str]]:
+    """Policies named GROUP-sN grouped by GROUP, kept only where a group has two or more seeds."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        m = re.fullmatch(r"(.+)-s(\d+)", name)
+        if m:
+            groups.setdefault(m.group(1), []).append(name)
+    return {g: members for g, members in groups.items() if len(members) >= 2}
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.fmean(values):+.3f} ± {statistics.stdev(values):.3f}%"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="example: python3 benchmarks/linked_estimate.py splits149/test "
                                         "--policy es=best-model --rule r=2:2:100")
-    ap.add_argument("corpus", type=Path)
+    ap.add_argument("corpus", type=Path, nargs="?", help="the corpus to compile (not with --from)")
     ap.add_argument("--policy", action="append", default=[], metavar="NAME=PATH", help="a policy (model, .so)")
     ap.add_argument("--rule", action="append", default=[], metavar="NAME=L:U:D", help="a fixed rule (docstring)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--packages", action="store_true", help="also per package")
     ap.add_argument("--out", type=Path, help="write the figures and every module's code sections here (JSON)")
+    ap.add_argument("--from", dest="source", type=Path, metavar="JSON",
+                    help="report from an earlier --out file instead of compiling")
     args = ap.parse_args()
+    if (args.corpus is None) == (args.source is None) or (args.source and (args.policy or args.rule)):
+        print("linked_estimate: give a corpus (with --policy/--rule) or --from JSON alone", file=sys.stderr)
+        return 2
+    if args.source:
+        try:
+            saved = json.loads(args.source.read_text())
+            rows = {m: (v["language"], {k: [TextSection(*x) for x in secs] for k, secs in v["sections"].items()})
+                    for m, v in saved["modules"].items()}
+            names = ["-Oz", *(n for n in next(iter(saved["modules"].values()))["sections"] if n != "-Oz")]
+        except (OSError, ValueError, KeyError, TypeError, StopIteration) as e:
+            print(f"linked_estimate: {args.source}: not a linked_estimate --out file ({e!r})", file=sys.stderr)
+            return 2
+        return report(saved["llvm"], saved["corpus"], rows, names, args.packages, None)
     specs = []
     for kind, items in (("policy", args.policy), ("rule", args.rule)):
         for item in items:
@@ -95,8 +128,13 @@ def main() -> int:
             if i % 200 == 0 or i == len(entries):
                 print(f"  {i}/{len(entries)} modules, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     names = ["-Oz", *(n for n, _, _ in specs)]
+    return report(default_llvm(), str(args.corpus), rows, names, args.packages, args.out)
+
+
+def report(llvm: int, corpus: str, rows: dict, names: list[str], per_package: bool, out: Path | None) -> int:
+    """Print the tables for ``rows`` (module -> (language, {policy: sections})); ``names[0]`` is -Oz."""
     figures = {}
-    print(f"LLVM {default_llvm()}, {args.corpus}: .text vs -Oz, negative = smaller; per-module sum / package-linked")
+    print(f"LLVM {llvm}, {corpus}: .text vs -Oz, negative = smaller; per-module sum / package-linked")
     print("| policy | all | C | C++ |")
     print("|---|---|---|---|")
     for name in names[1:]:
@@ -110,8 +148,32 @@ def main() -> int:
             figures[name][lang] = {"per_module": _delta(h, p), "linked": _delta(lh, lp)}
             cells.append(f"{_delta(h, p):+.3f}% / {_delta(lh, lp):+.3f}%")
         print(f"| {name} | " + " | ".join(cells) + " |")
-    if args.packages:
-        packages = sorted({package_name(m) for m in rows})
+    packages = sorted({package_name(m) for m in rows})
+    worst: dict[str, tuple[float, str]] = {}
+    for name in names[1:]:
+        for pkg in packages:
+            keep = {m: s[name] for m, (_, s) in rows.items() if package_name(m) == pkg}
+            base = {m: s["-Oz"] for m, (_, s) in rows.items() if package_name(m) == pkg}
+            d = _delta(linked_text(base).get(pkg, 0), linked_text(keep).get(pkg, 0))
+            if name not in worst or d > worst[name][0]:
+                worst[name] = (d, pkg)
+    groups = seed_groups(names[1:])
+    if groups:
+        print("| policy group (mean ± sd over seeds) | seeds | all, per module | all, linked | C, linked | C++, linked "
+              "| worst package, linked (any seed) |")
+        print("|---|---|---|---|---|---|---|")
+        for group, members in groups.items():
+            f = figures
+            w = max(worst[n] for n in members)
+            print(f"| {group} | {len(members)} | {_spread([f[n]['all']['per_module'] for n in members])} "
+                  f"| {_spread([f[n]['all']['linked'] for n in members])} "
+                  f"| {_spread([f[n]['c']['linked'] for n in members])} "
+                  f"| {_spread([f[n]['c++']['linked'] for n in members])} | {w[1]} {w[0]:+.2f}% |")
+            figures[group] = {"seeds": members, "worst_linked_package": {"package": w[1], "delta": w[0]},
+                              **{lang: {k: {"mean": statistics.fmean(f[n][lang][k] for n in members),
+                                            "sd": statistics.stdev([f[n][lang][k] for n in members])}
+                                        for k in ("per_module", "linked")} for lang in ("all", "c", "c++")}}
+    if per_package:
         print("| package | " + " | ".join(names[1:]) + " |")
         print("|---|" + "---|" * (len(names) - 1))
         for pkg in packages:
@@ -124,10 +186,10 @@ def main() -> int:
                 lp = linked_text({m: s[name] for m, s in keep.items()}).get(pkg, 0)
                 cells.append(f"{_delta(h, p):+.2f} / {_delta(lh, lp):+.2f}")
             print(f"| {pkg} | " + " | ".join(cells) + " |")
-    if args.out:
-        args.out.write_text(json.dumps({"llvm": default_llvm(), "corpus": str(args.corpus), "figures": figures,
-                                        "modules": {m: {"language": lg, "sections": s} for m, (lg, s) in
-                                                    rows.items()}}) + "\n")
+    if out:
+        out.write_text(json.dumps({"llvm": llvm, "corpus": corpus, "figures": figures,
+                                   "modules": {m: {"language": lg, "sections": s} for m, (lg, s) in rows.items()}})
+                       + "\n")
     return 0
 
 
