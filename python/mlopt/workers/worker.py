@@ -1,6 +1,6 @@
 """A worker process of :class:`LocalPool`: ``python -m mlopt.workers.worker
 READ_FD WRITE_FD``. Receives ``(index, fn, item)``, answers ``(index, ok,
-value, seconds)``; exits when the parent closes its pipe."""
+value, seconds)``; exits, quietly, when the parent closes its pipe or is gone."""
 
 from __future__ import annotations
 
@@ -23,8 +23,13 @@ def main(read_fd: int, write_fd: int) -> None:
         ok, value = call_task(fn, item)
         try:
             outbox.send((index, ok, value, time.perf_counter() - start))
+        except OSError:  # the parent is gone (killed, interrupted): nobody to answer, nothing to report
+            return
         except Exception as e:  # e.g. an unpicklable value: the task's error
-            outbox.send((index, False, f"cannot return the result: {type(e).__name__}: {e}", 0.0))
+            try:
+                outbox.send((index, False, f"cannot return the result: {type(e).__name__}: {e}", 0.0))
+            except OSError:
+                return
 
 
 if __name__ == "__main__":
