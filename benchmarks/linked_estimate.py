@@ -149,14 +149,14 @@ def report(llvm: int, corpus: str, rows: dict, names: list[str], per_package: bo
             cells.append(f"{_delta(h, p):+.3f}% / {_delta(lh, lp):+.3f}%")
         print(f"| {name} | " + " | ".join(cells) + " |")
     packages = sorted({package_name(m) for m in rows})
-    worst: dict[str, tuple[float, str]] = {}
-    for name in names[1:]:
-        for pkg in packages:
-            keep = {m: s[name] for m, (_, s) in rows.items() if package_name(m) == pkg}
-            base = {m: s["-Oz"] for m, (_, s) in rows.items() if package_name(m) == pkg}
-            d = _delta(linked_text(base).get(pkg, 0), linked_text(keep).get(pkg, 0))
-            if name not in worst or d > worst[name][0]:
-                worst[name] = (d, pkg)
+    # per policy and package: the modules' .text sum and the package-linked size, computed once
+    per_module = {n: dict.fromkeys(packages, 0) for n in names}
+    for m, (_, s) in rows.items():
+        for n in names:
+            per_module[n][package_name(m)] += sum(x.size for x in s[n])
+    linked = {n: linked_text({m: s[n] for m, (_, s) in rows.items()}) for n in names}
+    worst = {n: max((_delta(linked["-Oz"].get(pkg, 0), linked[n].get(pkg, 0)), pkg) for pkg in packages)
+             for n in names[1:]}
     groups = seed_groups(names[1:])
     if groups:
         print("| policy group (mean ± sd over seeds) | seeds | all, per module | all, linked | C, linked | C++, linked "
@@ -177,14 +177,9 @@ def report(llvm: int, corpus: str, rows: dict, names: list[str], per_package: bo
         print("| package | " + " | ".join(names[1:]) + " |")
         print("|---|" + "---|" * (len(names) - 1))
         for pkg in packages:
-            keep = {m: s for m, (_, s) in rows.items() if package_name(m) == pkg}
-            h = sum(sum(x.size for x in s["-Oz"]) for s in keep.values())
-            lh = linked_text({m: s["-Oz"] for m, s in keep.items()}).get(pkg, 0)
-            cells = []
-            for name in names[1:]:
-                p = sum(sum(x.size for x in s[name]) for s in keep.values())
-                lp = linked_text({m: s[name] for m, s in keep.items()}).get(pkg, 0)
-                cells.append(f"{_delta(h, p):+.2f} / {_delta(lh, lp):+.2f}")
+            h, lh = per_module["-Oz"][pkg], linked["-Oz"].get(pkg, 0)
+            cells = [f"{_delta(h, per_module[n][pkg]):+.2f} / {_delta(lh, linked[n].get(pkg, 0)):+.2f}"
+                     for n in names[1:]]
             print(f"| {pkg} | " + " | ".join(cells) + " |")
     if out:
         out.write_text(json.dumps({"llvm": llvm, "corpus": corpus, "figures": figures,
