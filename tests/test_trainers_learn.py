@@ -10,6 +10,7 @@ of each trainer is deterministic per seed on 1 and 2 workers."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -17,6 +18,7 @@ import pytest
 
 from mlopt.errors import MloptError
 from mlopt.policy import MLPPolicy
+from mlopt.training.environment import Trajectory, rollout_seed
 from mlopt.training.es import (
     ESConfig,
     ESTrainer,
@@ -78,10 +80,11 @@ def _run_flip_gradient(tmp_path, sign: float, iterations: int, average: float = 
     return start, trainer
 
 
-def _run_ppo(tmp_path, sign: float, iterations: int):
+def _run_ppo(tmp_path, sign: float, iterations: int, samples: int = 1):
     env = synthetic.SyntheticEnvironment(sign)
     start = synthetic.warm_start(TRAIN, epochs=3)
-    cfg = PPOConfig(iterations=iterations, modules=16, lr=1e-2, epochs=4, batch_size=256, seed=0)
+    cfg = PPOConfig(iterations=iterations, modules=16 // samples, lr=1e-2, epochs=4, batch_size=256, seed=0,
+                    samples=samples)
     trainer = PPOTrainer(start, TRAIN, _baseline(), tmp_path, cfg, validation=VALIDATION, env=env)
     trainer.run()
     return start, trainer
@@ -107,11 +110,14 @@ def _run_ppo(tmp_path, sign: float, iterations: int):
                                             (_run_flip_gradient, 30), (partial(_run_flip_gradient, average=0.7), 30),
                                             # a draw more than 1% above the heuristic undoes the step before it
                                             (partial(_run_flip_gradient, rollback=1.0), 30),
-                                            (_run_ppo, 80)],
+                                            (_run_ppo, 80),
+                                            # 4 draws of 4 modules: the same 16 rollouts an iteration
+                                            (partial(_run_ppo, samples=4), 80)],
                          ids=["es", "es-pairs", "es-module-rank", "es-averaged", "es-output-layer", "es-lr-schedule",
                               "es-guided", "es-projected", "es-line-search", "es-hold-flip-share", "es-top-pairs",
                               "es-large-pairs",
-                              "flip-gradient", "flip-gradient-averaged", "flip-gradient-rollback", "ppo"])
+                              "flip-gradient", "flip-gradient-averaged", "flip-gradient-rollback", "ppo",
+                              "ppo-group-baseline"])
 def test_trainer_reaches_the_known_optimum_and_not_with_the_reward_flipped(tmp_path, run, iterations):
     optimum = synthetic.optimum_delta_percent(HELD)
     assert optimum < -10  # the problem leaves much to gain over the heuristic
@@ -259,6 +265,63 @@ def test_validate_every_k_validates_only_those_iterations(tmp_path, kind):
     assert sorted(p.name for p in (tmp_path / "validated").iterdir()) == ["0002.npz", "0004.npz"]
 
 
+@dataclass(frozen=True)
+class _HeuristicOptimal(synthetic.Module):
+    """A site costs 30 when decided against a heuristic that inlines 15% of
+    sites: the start (cloned from the heuristic) is the optimum, and every
+    sampled deviation is worse, so every rollout's cost is above the
+    heuristic's, as the real sampled rollouts are (stop 78)."""
+
+    def heuristic(self) -> np.ndarray:
+        return (self.x[:, 1] < 15).astype(np.int64)
+
+    def cost(self, decisions: np.ndarray) -> float:
+        return self.base + 30.0 * float((np.asarray(decisions).reshape(-1) != self.heuristic()).sum())
+
+
+def test_ppo_group_baseline_keeps_an_optimal_start_where_the_moving_average_drifts(tmp_path):
+    train = [_HeuristicOptimal(m.name, m.x, m.base) for m in synthetic.modules(400, seed=1, prefix="t")]
+    held = [_HeuristicOptimal(m.name, m.x, m.base) for m in synthetic.modules(24, seed=2, prefix="h")]
+    baseline = {m.name: m.cost(m.heuristic()) for m in train + held}
+    start = synthetic.warm_start(train, epochs=3)
+
+    def delta(policy) -> float:
+        base = sum(baseline[m.name] for m in held)
+        return 100.0 * (sum(m.cost(policy.decide(m.batch())) for m in held) - base) / base
+
+    assert delta(start) == 0.0
+    reached = {}
+    for samples in (1, 4):  # the same 16 rollouts an iteration, sampled at temperature 2
+        cfg = PPOConfig(iterations=80, modules=16 // samples, lr=1e-2, epochs=4, batch_size=256, seed=0,
+                        temperature=2.0, samples=samples)
+        trainer = PPOTrainer(start, train, baseline, tmp_path / f"k{samples}", cfg,
+                             env=synthetic.SyntheticEnvironment(1.0))
+        trainer.run()
+        reached[samples] = delta(trainer.current_policy())
+    # with 400 modules one is drawn again every 25 iterations, so its moving average stays near the
+    # heuristic's cost, every sampled rollout scores below it, and the update drifts off the optimum
+    assert reached[1] > 5.0, reached
+    assert reached[4] < 1.0, reached
+
+
+def test_group_rewards_are_relative_to_the_modules_other_rollouts(tmp_path):
+    trainer = PPOTrainer(synthetic.warm_start(TRAIN, epochs=1), TRAIN, _baseline(), tmp_path,
+                         PPOConfig(samples=3, delta=0.0), env=synthetic.SyntheticEnvironment(1.0))
+    T = Trajectory
+    got = trainer._group_rewards([T(100.0, None), T(100.0, None), T(100.0, None),   # all alike: no push
+                                  T(90.0, None), None, T(110.0, None),              # one failed: the other two
+                                  T(50.0, None), None, None], 3)                    # one compiled: no reward
+    assert got == {0: 0.0, 1: 0.0, 2: 0.0, 3: 1.0 - 90.0 / 110.0, 5: 1.0 - 110.0 / 90.0}
+
+
+def test_a_modules_samples_have_their_own_seeds_and_the_first_keeps_a_single_samples_seed():
+    seeds = [rollout_seed(7, 3, 2, s) for s in range(4)]
+    assert len(set(seeds)) == 4
+    # sample 0 is the seed a run of one sample per module always had (its runs unchanged)
+    assert seeds[0] == rollout_seed(7, 3, 2) == int(
+        np.random.SeedSequence([7, 3, 2]).generate_state(1, np.uint64)[0] >> 1)
+
+
 def test_ppo_target_kl_stops_the_epochs_of_an_iteration(tmp_path):
     """With a KL target the policy cannot reach in one epoch, every epoch
     runs; with one it passes after the first, the iteration stops there and
@@ -301,7 +364,7 @@ def real_setup(mini_corpus):
 
 
 @pytest.mark.llvm
-@pytest.mark.parametrize("kind", ["es", "ppo", "flip-gradient"])
+@pytest.mark.parametrize("kind", ["es", "ppo", "ppo-group", "flip-gradient"])
 def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path, kind):
     from mlopt.workers import make_pool
 
@@ -318,13 +381,14 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
                 cfg = FlipGradientConfig(iterations=1, modules=3, flips=6, per_module=2, seed=5)
                 trainer = FlipGradientTrainer(policy, train, baseline, run, cfg, sites=sites, validation=validation,
                                               pool=pool)
-            else:
-                cfg = PPOConfig(iterations=1, modules=3, lr=1e-2, temperature=3.0, seed=5)
+            else:  # ppo-group: 2 samples of each of 2 modules, each against the other
+                cfg = PPOConfig(iterations=1, modules=3 if kind == "ppo" else 2, lr=1e-2, temperature=3.0, seed=5,
+                                samples=1 if kind == "ppo" else 2)
                 trainer = PPOTrainer(policy, train, baseline, run, cfg, validation=validation, pool=pool)
             trainer.run()
         lines = [json.loads(s) for s in (run / "metrics.jsonl").read_text().splitlines()]
         # Speed and how many rollouts the workers' caches answered depend on scheduling, not on the run.
-        timing = {"evaluations_per_s", "cache_hit_share", "seconds"} if kind != "ppo" else {"rollouts_per_s"}
+        timing = {"evaluations_per_s", "cache_hit_share", "seconds"} if "ppo" not in kind else {"rollouts_per_s"}
         out[workers] = (trainer.theta.tobytes(), [{k: v for k, v in m.items() if k not in timing} for m in lines])
     assert out[1] == out[2]
     m = out[1][1][1]
@@ -337,10 +401,10 @@ def test_one_real_iteration_is_identical_on_1_and_2_workers(real_setup, tmp_path
         return
     moved = out[1][0] != ESTrainer(policy, train, baseline, tmp_path, ESConfig()).theta.tobytes()
     # ES moves exactly when its candidates differ (all tied: every rank equal, no gradient); PPO always
-    assert moved == (kind == "ppo" or m["candidate_delta_std"] > 0)
+    assert moved == ("ppo" in kind or m["candidate_delta_std"] > 0)
     assert m["failed_modules"] == 0 and m["validation_delta_percent"] is not None
-    if kind == "ppo":
-        assert m["rows"] > 0 and m["modules"] == 3
+    if "ppo" in kind:
+        assert m["rows"] > 0 and m["modules"] == (3 if kind == "ppo" else 4)
 
 
 @pytest.mark.parametrize("kind", ["es", "es-averaged", "es-scheduled", "es-guided", "ppo", "flip-gradient",

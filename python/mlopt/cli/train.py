@@ -212,7 +212,7 @@ def cmd_train_ppo(args) -> int:
     cfg = PPOConfig(iterations=args.iterations, modules=args.modules, clip=args.clip, entropy=args.entropy,
                     lr=args.lr, epochs=args.epochs, batch_size=args.batch_size, decay=args.decay,
                     temperature=args.temperature, buckets=args.buckets, seed=args.seed,
-                    validate_every=args.validate_every, target_kl=args.target_kl)
+                    validate_every=args.validate_every, target_kl=args.target_kl, samples=args.samples)
     return _rollout_trainer(args, "ppo", cfg, PPOTrainer, "PPO")
 
 
@@ -541,6 +541,9 @@ def register(sub) -> None:
                      help="stop an iteration's epochs once the mean KL from the sampling policy exceeds 1.5 KL "
                           "(default: run every epoch)")
     ppo.add_argument("--decay", type=fraction, default=0.8, help="of the per-module moving-average baseline (0.8)")
+    ppo.add_argument("--samples", type=positive_int, default=1, metavar="K",
+                     help="rollouts per drawn module; K > 1 takes each against the mean of its module's other "
+                          "K - 1 (a group baseline, unbiased from any start) instead of the moving average (1)")
     ppo.add_argument("--temperature", type=positive_float, default=1.0, help="sampling temperature (1.0)")
     _rollout_trainer_options(ppo)
     ppo.set_defaults(func=cmd_train_ppo)

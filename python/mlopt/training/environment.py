@@ -191,6 +191,9 @@ def first_failure(env) -> str:
     return f"; first: {failures[0][0]}: {failures[0][1]}" if failures else ""
 
 
-def rollout_seed(seed: int, iteration: int, index: int) -> int:
-    """The sampling seed of one module's rollout in one iteration."""
-    return int(np.random.SeedSequence([seed, iteration, index]).generate_state(1, np.uint64)[0] >> 1)
+def rollout_seed(seed: int, iteration: int, index: int, sample: int = 0) -> int:
+    """The sampling seed of one module's rollout in one iteration (``sample``:
+    which of the module's rollouts in that iteration; 0 is the only one of a
+    run that samples each module once)."""
+    entropy = [seed, iteration, index] + ([sample] if sample else [])
+    return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0] >> 1)

@@ -13,11 +13,19 @@ it for the inliner, generic over the problem, in numpy:
   moving average of the policy's own cost on that module (decay 0.8; it
   starts at the heuristic's cost), given to every step of the module's
   trajectory (no discounting: the module's size is known only at the end);
-- value-free: the per-module moving average already is the baseline a value
-  head would learn, and a head over one call site's features cannot predict
-  a module's total size; advantages are the rewards scaled by their standard
-  deviation over the iteration's modules (not re-centered: the moving
-  average centers them);
+- or, with ``samples`` > 1, each drawn module rolled out that many times
+  (one seed per sample) and each rollout's reward taken against the mean
+  cost of the module's other rollouts of the iteration (a leave-one-out,
+  group-relative baseline): zero in expectation whatever the start, where
+  the moving average starts at the heuristic's cost and a module is drawn
+  again only every few hundred iterations on a large corpus, so sampled
+  rollouts, larger than the heuristic's, all score below it (benchmarks/
+  README.md, stop 78: every taken action is pushed down, most of them
+  "decline", and the argmax policy drifts to inlining);
+- value-free: the baseline above is the one a value head would learn, and a
+  head over one call site's features cannot predict a module's total size;
+  advantages are the rewards scaled by their standard deviation over the
+  iteration's rollouts (not re-centered: the baseline centers them);
 - clipped surrogate objective, entropy bonus, Adam over minibatches for a
   few epochs per iteration, stopped early once the policy has moved more
   than ``1.5 * target_kl`` (mean KL from the sampling policy) when set;
@@ -56,7 +64,8 @@ class PPOConfig:
     lr: float = 3e-4
     epochs: int = 4
     batch_size: int = 1024
-    decay: float = 0.8  # of the per-module moving-average baseline
+    decay: float = 0.8  # of the per-module moving-average baseline (samples == 1)
+    samples: int = 1  # rollouts per drawn module; > 1: the leave-one-out group baseline instead
     delta: float = 16.0  # added to both costs in the reward
     temperature: float = 1.0
     # Stop the iteration's epochs once the policy's mean KL divergence from the sampling policy, over all
@@ -214,6 +223,34 @@ class PPOTrainer(ValidatedRun):
         old = log_softmax(logits / self.config.temperature)[np.arange(len(x)), actions]
         return Batch(x, pen, actions, np.concatenate(advs), old)
 
+    def _average_rewards(self, entries, trajectories) -> dict[int, float]:
+        """Each rollout against the moving average of the policy's own cost
+        on its module (which it then updates)."""
+        cfg = self.config
+        rewards: dict[int, float] = {}
+        for k, (e, t) in enumerate(zip(entries, trajectories)):
+            if t is None:
+                continue
+            avg = self.average.get(e.name, float(self.baseline[e.name]))
+            rewards[k] = 1.0 - (t.cost + cfg.delta) / (avg + cfg.delta)
+            self.average[e.name] = cfg.decay * avg + (1 - cfg.decay) * float(t.cost)
+        return rewards
+
+    def _group_rewards(self, trajectories, k_samples: int) -> dict[int, float]:
+        """Each rollout against the mean cost of its module's other compiled
+        rollouts of the iteration; a module with fewer than 2 gives none."""
+        delta = self.config.delta
+        rewards: dict[int, float] = {}
+        for g in range(0, len(trajectories), k_samples):
+            members = [(k, float(t.cost)) for k, t in enumerate(trajectories[g:g + k_samples], g) if t is not None]
+            if len(members) < 2:
+                continue
+            total = sum(c for _, c in members)
+            for k, c in members:
+                others = (total - c) / (len(members) - 1)
+                rewards[k] = 1.0 - (c + delta) / (others + delta)
+        return rewards
+
     def step(self) -> dict:
         cfg = self.config
         i = self.iteration
@@ -222,19 +259,16 @@ class PPOTrainer(ValidatedRun):
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         start = time.perf_counter()
-        entries = [self.train[j] for j in chosen]
-        trajectories = self.env.trajectories(self.current_policy(),
-                                             [(e, rollout_seed(cfg.seed, i, j)) for e, j in zip(entries, chosen)],
-                                             work)
-        rewards: dict[int, float] = {}
-        for k, (e, t) in enumerate(zip(entries, trajectories)):
-            if t is None:
-                continue
-            avg = self.average.get(e.name, float(self.baseline[e.name]))
-            rewards[k] = 1.0 - (t.cost + cfg.delta) / (avg + cfg.delta)
-            self.average[e.name] = cfg.decay * avg + (1 - cfg.decay) * float(t.cost)
+        k_samples = max(1, cfg.samples)
+        drawn = [self.train[j] for j in chosen]
+        entries = [e for e in drawn for _ in range(k_samples)]
+        seeds = [rollout_seed(cfg.seed, i, j, s) for j in chosen for s in range(k_samples)]
+        trajectories = self.env.trajectories(self.current_policy(), list(zip(entries, seeds)), work)
+        rewards = (self._group_rewards(trajectories, k_samples) if k_samples > 1
+                   else self._average_rewards(entries, trajectories))
         if not rewards:
-            raise MloptError(f"iteration {i}: no module compiled" + first_failure(self.env))
+            raise MloptError(f"iteration {i}: no module compiled" + first_failure(self.env)
+                             + (" (group baseline: a module needs 2 compiled samples)" if k_samples > 1 else ""))
         train_delta = total_delta_percent([None if t is None else t.cost for t in trajectories],
                                           [self.baseline[e.name] for e in entries])
         r = np.array(list(rewards.values()))
