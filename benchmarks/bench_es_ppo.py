@@ -212,6 +212,8 @@ def main() -> None:
     ap.add_argument("--ppo-modules", type=int, default=32)
     ap.add_argument("--ppo-lr", type=float, default=3e-4)
     ap.add_argument("--ppo-temperature", type=float, default=PPOConfig.temperature)
+    ap.add_argument("--ppo-entropy", type=float, default=PPOConfig.entropy,
+                    help="PPO entropy bonus (0 keeps Adam from stepping along it alone where advantages are 0)")
     ap.add_argument("--ppo-samples", type=int, default=1, metavar="K",
                     help="PPO rollouts per drawn module; K > 1: the leave-one-out group baseline")
     ap.add_argument("--ppo-target-kl", type=float, default=None,
@@ -344,7 +346,7 @@ def main() -> None:
             else:
                 cfg = PPOConfig(iterations=0, modules=args.ppo_modules, lr=args.ppo_lr, seed=args.seed,
                                 temperature=args.ppo_temperature, target_kl=args.ppo_target_kl,
-                                samples=args.ppo_samples,
+                                samples=args.ppo_samples, entropy=args.ppo_entropy,
                                 validate_every=args.validate_every, keep_validated=True)
                 trainer = PPOTrainer(init, side["train"], baseline, run_dir, cfg, validation=side["validation"],
                                      pool=pool)
