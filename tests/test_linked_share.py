@@ -194,3 +194,89 @@ def test_cli_trains_es_on_the_linked_share(mini_corpus, tmp_path, capsys, monkey
     LinkedShares({"other": {1: 1}}).save(tmp_path / "other.npz")
     assert main([*es, "-o", str(tmp_path / "es3"), "--linked-shares", str(tmp_path / "other.npz")]) == 2
     assert "no package" in capsys.readouterr().err
+
+
+def _single_call_package(tmp_path):
+    """pkg/a.o and pkg/b.o each define ``lo`` (linkonce_odr, COMDAT) and call it once, at a site -Oz declines;
+    solo/c.o is the same code alone in its package. Inlining the call drops the module's copy and shrinks the
+    module, but pkg still links ``lo`` from its other module."""
+    from mlopt._native import default_llvm
+
+    tool = shutil.which(f"llvm-as-{default_llvm()}")
+    if tool is None:
+        pytest.skip(f"llvm-as-{default_llvm()} not installed")
+    entries = []
+    for name in ("pkg/a.o", "pkg/b.o", "solo/c.o"):
+        caller = name[-3]
+        ir = (f'target triple = "{TRIPLE}"\n$lo = comdat any\n'
+              f"define linkonce_odr i32 @lo(i32 %x) comdat {{\nentry:\n{_BODY}}}\n\n"
+              f"define i32 @{caller}(i32 %x) {{\nentry:\n  %a = call i32 @lo(i32 %x)\n  ret i32 %a\n}}\n")
+        bc = tmp_path / f"{caller}.bc"
+        subprocess.run([tool, "-o", str(bc), "-"], input=ir.encode(), check=True)
+        entries.append(CorpusEntry(name, bc, ("-Oz", "-c", f"{caller}.c")))
+    return entries
+
+
+def test_callee_search_on_the_linked_share_keeps_copies_the_package_still_links(tmp_path, monkeypatch):
+    """The callee search costs moves by the problem's objective. Inlining ``lo`` makes each module's ``.text``
+    smaller, so searched by bytes (inlining-linkage) every module takes that move; by the linked share
+    (inlining-linked) only solo/c.o does -- in pkg the copy is still linked from the other module and the
+    module is charged more, not less. Each recorded cost is the table's charge of a real compile."""
+    from mlopt.problems import load_weights
+    from mlopt.problems.inlining import FEATURES
+    from mlopt.problems.inlining_default.prior import with_default_prior
+    from mlopt.problems.inlining_linkage.rule import with_linkage_input
+    from mlopt.rollouts import TraceDataset
+    from mlopt.training.callee_search import CalleeSearch
+    from mlopt.training.local_search import SearchConfig
+    from mlopt.workers import make_pool
+
+    monkeypatch.setenv("MLOPT_CACHE", str(tmp_path / "cache"))
+    entries = _single_call_package(tmp_path)
+    heuristic = [mlopt.compile(e.load(), log_callee_linkage=True) for e in entries]
+    trace = TraceDataset.from_logs([e.name for e in entries], [r.text_size for r in heuristic],
+                                   [r.log_bytes for r in heuristic])
+    vocab = mlopt.Vocab.from_logs([r.log for r in heuristic], num_buckets=50, features=FEATURES)
+    prior = with_linkage_input(with_default_prior(mlopt.InlinePolicy.random(vocab, hidden=(8,), seed=3), 20.0))
+    prior.save(tmp_path / "prior.npz")
+    shares, costs = build_linked_shares(entries, workers=1)
+    shares.save(tmp_path / "shares.npz")
+    monkeypatch.setenv(LINKED_SHARES_ENV, str(tmp_path / "shares.npz"))
+    config = SearchConfig(evaluations_per_module=4, batch=2)
+    inlined = {e.name: mlopt.compile(e.load(), lambda ints: 1, grouped_code=True) for e in entries}
+    runs = {}
+    with make_pool(1) as pool:
+        for problem in ("inlining-linkage", "inlining-linked"):
+            policy = load_weights(tmp_path / "prior.npz", problem)
+            with pytest.raises(mlopt.MloptError, match="baseline") if problem == "inlining-linked" else \
+                    _no_error():
+                CalleeSearch(policy, trace, entries, config, work=tmp_path / "w0", pool=pool)
+            search = CalleeSearch(policy, trace, entries, config, work=tmp_path / problem, pool=pool,
+                                  baseline=costs if problem == "inlining-linked" else None)
+            search.run()
+            runs[problem] = {r["module"]: r for r in search.report()}
+    for e, h in zip(entries, heuristic):
+        by_bytes, by_share = runs["inlining-linkage"][e.name], runs["inlining-linked"][e.name]
+        smaller = inlined[e.name].text_size
+        assert smaller < h.text_size  # inlining lo shrinks every module
+        assert by_bytes["flips"] == [{"callee": "lo", "decision": 1, "size": smaller, "parent_size": h.text_size,
+                                      "cost": float(smaller), "parent_cost": float(h.text_size)}]
+        assert by_bytes["best_text"] == by_bytes["best_cost"] == smaller
+        charge = shares.charged(e.name, smaller, inlined[e.name].grouped_code)
+        assert by_share["heuristic_cost"] == by_share["start_cost"] == costs[e.name]
+        assert by_share["start_text"] == by_share["heuristic_text"] == h.text_size
+        if e.name.startswith("pkg/"):
+            assert charge > costs[e.name] and by_share["flips"] == [] and by_share["best_text"] == h.text_size
+        else:
+            assert charge == smaller < costs[e.name] == h.text_size
+            assert [(f["callee"], f["cost"], f["parent_cost"]) for f in by_share["flips"]] == \
+                [("lo", charge, costs[e.name])]
+            assert by_share["best_cost"] == charge
+
+
+class _no_error:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

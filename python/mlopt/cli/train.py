@@ -385,11 +385,15 @@ def cmd_train_search(args) -> int:
         validation = corpus_entries(args.validation, args.exclude) if args.validation else []
         baseline, traces = _baselines([args.corpus] + ([args.validation] if args.validation else []), pool,
                                       args.quiet, takes_linkage(policy))
+        if problem.objective == "linked_share":  # charged as the packages link: the heuristic's charges
+            baseline = _linked_shares(args.linked_shares, [e for e in train + validation if e.name in baseline],
+                                      pool, args.quiet)
         validation = [e for e in validation if e.name in baseline]
         chosen, report = search_and_imitate(
             policy, traces[0], [e for e in train if e.name in baseline], out, cfg, pool=pool, say=say,
             validate=lambda p: total_delta_percent(p, validation, baseline, out / "work", pool=pool),
-            search_class=CalleeSearch if args.moves == "callee" else TrajectorySearch)
+            search_class=CalleeSearch if args.moves == "callee" else TrajectorySearch,
+            baseline=None if problem.objective == "text_size" else baseline)
     files = run.save_policy(chosen, compile_so=not args.no_compile)
     report["files"] = files
     report["llvm"] = default_llvm()

@@ -71,29 +71,30 @@ class CalleeSearch(TrajectorySearch):
 
     @staticmethod
     def _check(problem) -> None:
-        if problem.num_actions != 2 or problem.objective != "text_size":
+        if problem.num_actions != 2 or problem.objective not in ("text_size", "linked_share"):
             raise MloptError(f"callee search forces inlining decisions; problem {problem.name!r} is not an "
                              "inlining problem")
 
     def _start_task(self, entry: CorpusEntry) -> RolloutTask:
-        return RolloutTask(entry, self.policy_path, log=True, decisions=True, call_sites=True)
+        return self._task(entry, call_sites=True)
 
     def _start_module(self, entry: CorpusEntry, baseline: int, rollout) -> CalleeModule:
         t = _trajectory(rollout, self.problem)
         sites = [tuple(s) for s in rollout.call_sites]
         queue = callee_moves(sites, t.decisions) if len(t.decisions) <= self.config.max_decisions else []
-        return CalleeModule(entry, baseline, t.size, t, queue, sites=sites)
+        return CalleeModule(entry, baseline, t.cost, t, queue, sites=sites)
 
     def _move_tasks(self, m: CalleeModule, n: int) -> list[tuple[object, RolloutTask]]:
         moves, m.queue = m.queue[:n], m.queue[n:]
         m.tried.update(moves)
-        return [((callee, d), RolloutTask(m.entry, self.policy_path, log=True, decisions=True, call_sites=True,
-                                          forced_callees=tuple(sorted({**m.forced, callee: d}.items()))))
+        return [((callee, d), self._task(m.entry, call_sites=True,
+                                         forced_callees=tuple(sorted({**m.forced, callee: d}.items()))))
                 for callee, d in moves]
 
     def _accept(self, m: CalleeModule, move, rollout) -> None:
         callee, d = move
-        m.flips.append({"callee": callee, "decision": d, "size": rollout.text_size, "parent_size": m.best.size})
+        m.flips.append({"callee": callee, "decision": d, "size": rollout.text_size, "parent_size": m.best.size,
+                        "cost": float(rollout.cost), "parent_cost": m.best.cost})
         m.forced[callee] = d
         m.best = _trajectory(rollout, self.problem)
         m.sites = [tuple(s) for s in rollout.call_sites]
@@ -114,8 +115,8 @@ class CalleeSearch(TrajectorySearch):
                 seen.setdefault((f["callee"], f["decision"]), set()).add(package_of(m.entry.name))
         shared = {move for move, packages in seen.items() if len(packages) >= min_packages}
         redo = [m for m in self.modules if any(move not in shared for move in m.forced.items())]
-        tasks = [RolloutTask(m.entry, self.policy_path, log=True, decisions=True, call_sites=True,
-                             forced_callees=tuple(sorted(kv for kv in m.forced.items() if kv in shared)))
+        tasks = [self._task(m.entry, call_sites=True,
+                            forced_callees=tuple(sorted(kv for kv in m.forced.items() if kv in shared)))
                  for m in redo]
         for m, task, r in zip(redo, tasks, self._run(tasks)):
             if not r.ok:

@@ -21,6 +21,14 @@ module takes its smallest strictly smaller compile. A module stops at its
 evaluation budget, after ``max_flips`` accepted flips (BC-Max: 10), or when
 no move is left.
 
+"Smaller" is the problem's objective (``Problem.objective``): ``.text``
+bytes, or for ``inlining-linked`` the module's share of its package's
+linked ``.text`` (grouped code charged 1/k; the rollouts read the table
+``$MLOPT_LINKED_SHARES``), so a move that drops a COMDAT copy the package
+still links from its other modules is credited that share, not the body.
+An objective other than bytes needs the heuristic's cost of each module
+(``baseline``: what :func:`mlopt.rollouts.build_linked_shares` returns).
+
 Imitation weighs the rows so that each module-size partition (modules in
 ``partitions`` quantiles of their -Oz ``.text`` size) carries the same
 total weight -- the many small modules do not drown the few large ones,
@@ -35,7 +43,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -65,12 +73,14 @@ class SearchConfig:
 
 @dataclass
 class Trajectory:
-    """A compile's decisions ('0'/'1'), logged features and ``.text`` size."""
+    """A compile's decisions ('0'/'1'), logged features, ``.text`` size and
+    cost (the problem's objective; the size for ``text_size``)."""
 
     decisions: str
     columns: dict[str, np.ndarray]
     size: int
     log_bytes: bytes = field(default=b"", repr=False)
+    cost: float = 0.0
 
 
 @dataclass
@@ -78,17 +88,19 @@ class ModuleSearch:
     """One module's search state."""
 
     entry: CorpusEntry
-    baseline: int  # the heuristic's (-Oz) .text bytes
-    start: int  # the starting policy's own .text bytes
+    baseline: float  # the heuristic's (-Oz) cost (the objective: .text bytes, linked share)
+    start: float  # the starting policy's own cost
     best: Trajectory
     queue: list[int]  # positions to try, best first (all after the last accepted flip)
     evaluations: int = 0
-    flips: list[dict] = field(default_factory=list)  # accepted moves: position, size, parent's size
+    flips: list[dict] = field(default_factory=list)  # accepted moves: position, size, parent's size, costs
+    heuristic_text: int = 0  # the heuristic's .text bytes (the trace's)
+    start_text: int = 0  # the starting policy's .text bytes
 
     @property
-    def saved(self) -> int:
-        """Bytes saved against the heuristic."""
-        return self.baseline - self.best.size
+    def saved(self) -> float:
+        """Cost saved against the heuristic (bytes for text_size)."""
+        return self.baseline - self.best.cost
 
 
 def _trajectory(rollout, problem) -> Trajectory:
@@ -98,7 +110,7 @@ def _trajectory(rollout, problem) -> Trajectory:
     if columns and len(columns[problem.decision.name]) != len(decisions):
         raise MloptError(f"{rollout.module}: the log has {len(columns[problem.decision.name])} rows for "
                          f"{len(decisions)} decisions")
-    return Trajectory(decisions, columns, rollout.text_size, rollout.log_bytes)
+    return Trajectory(decisions, columns, rollout.text_size, rollout.log_bytes, float(rollout.cost))
 
 
 def uncertainty_order(policy: MLPPolicy, columns: dict[str, np.ndarray], after: int = -1) -> list[int]:
@@ -125,13 +137,16 @@ def flip_move(decisions: str, k: int) -> str:
 class TrajectorySearch:
     """Runs the search over ``train`` (entries with rows in ``ds``, the
     heuristic's trace: their -Oz sizes) from ``policy``'s own trajectories.
-    ``work``: a directory for the policy's exported model."""
+    ``work``: a directory for the policy's exported model. ``baseline``:
+    the heuristic's cost of each module by the problem's objective (default
+    and required for text_size alike: the trace's sizes; required
+    otherwise)."""
 
     kind = "trajectory-search"  # the trajectories' dataset metadata
     moves = "flip"  # what a move changes (reports, `mlopt train search --moves`)
 
     def __init__(self, policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEntry], config: SearchConfig, *,
-                 work: Path, pool=None):
+                 work: Path, pool=None, baseline: Mapping[str, float] | None = None):
         problem = policy.problem
         self._check(problem)
         self.config, self.pool, self.problem, self.policy = config, pool, problem, policy
@@ -139,6 +154,13 @@ class TrajectorySearch:
         missing = [e.name for e in train if e.name not in index]
         if missing:
             raise MloptError(f"module {missing[0]!r} is not in the trace (trace the corpus first)")
+        if baseline is None and problem.objective != "text_size":
+            raise MloptError(f"problem {problem.name!r} is costed by {problem.objective}: the search needs the "
+                             "heuristic's cost of every module (baseline)")
+        missing = [] if baseline is None else [e.name for e in train if e.name not in baseline]
+        if missing:
+            raise MloptError(f"module {missing[0]!r} has no heuristic cost in the baseline "
+                             f"({len(missing)} of {len(train)} missing)")
         work = Path(work)
         work.mkdir(parents=True, exist_ok=True)
         self.policy_path = str(work / "search-policy.tflite")
@@ -148,7 +170,10 @@ class TrajectorySearch:
         for e, r in zip(train, starts):
             if not r.ok:
                 raise MloptError(f"{e.name}: the starting policy's compile failed: {r.describe()}")
-            self.modules.append(self._start_module(e, int(ds.text_size[index[e.name]]), r.value))
+            heuristic_text = int(ds.text_size[index[e.name]])
+            m = self._start_module(e, heuristic_text if baseline is None else float(baseline[e.name]), r.value)
+            m.heuristic_text, m.start_text = heuristic_text, m.best.size
+            self.modules.append(m)
         self.round = 0
 
     @staticmethod
@@ -157,16 +182,21 @@ class TrajectorySearch:
             raise MloptError(f"trajectory search forces 0/1 decisions; problem {problem.name!r} has "
                              f"{problem.num_actions} actions")
 
-    def _start_task(self, entry: CorpusEntry) -> RolloutTask:
-        return RolloutTask(entry, self.policy_path, log=True, decisions=True)
+    def _task(self, entry: CorpusEntry, **kw) -> RolloutTask:
+        """A compile of ``entry`` by the search's policy, costed by its problem's objective."""
+        return RolloutTask(entry, self.policy_path, log=True, decisions=True, problem=self.problem.name, **kw)
 
-    def _start_module(self, entry: CorpusEntry, baseline: int, rollout) -> ModuleSearch:
+    def _start_task(self, entry: CorpusEntry) -> RolloutTask:
+        return self._task(entry)
+
+    def _start_module(self, entry: CorpusEntry, baseline: float, rollout) -> ModuleSearch:
         t = _trajectory(rollout, self.problem)
         order = uncertainty_order(self.policy, t.columns) if len(t.decisions) <= self.config.max_decisions else []
-        return ModuleSearch(entry, baseline, t.size, t, order)
+        return ModuleSearch(entry, baseline, t.cost, t, order)
 
     def delta_percent(self) -> float:
-        """The modules' best compiles against the heuristic's, total .text in % (negative = smaller)."""
+        """The modules' best compiles against the heuristic's, total cost (the objective) in % (negative =
+        smaller)."""
         base = sum(m.baseline for m in self.modules)
         return 100.0 * -sum(m.saved for m in self.modules) / base if base else 0.0
 
@@ -181,11 +211,11 @@ class TrajectorySearch:
     def _move_tasks(self, m: ModuleSearch, n: int) -> list[tuple[object, RolloutTask]]:
         """The next ``n`` moves of ``m`` (taken off its queue) and their compiles."""
         moves, m.queue = m.queue[:n], m.queue[n:]
-        return [(k, RolloutTask(m.entry, self.policy_path, forced=flip_move(m.best.decisions, k), log=True,
-                                decisions=True)) for k in moves]
+        return [(k, self._task(m.entry, forced=flip_move(m.best.decisions, k))) for k in moves]
 
     def _accept(self, m: ModuleSearch, k, rollout) -> None:
-        m.flips.append({"position": k, "size": rollout.text_size, "parent_size": m.best.size})
+        m.flips.append({"position": k, "size": rollout.text_size, "parent_size": m.best.size,
+                        "cost": float(rollout.cost), "parent_cost": m.best.cost})
         m.best = _trajectory(rollout, self.problem)
         m.queue = uncertainty_order(self.policy, m.best.columns, after=k)  # re-ranked on the new trajectory
 
@@ -203,11 +233,11 @@ class TrajectorySearch:
         for (m, move), r in zip(owners, results):
             m.evaluations += 1
             if r.ok:
-                by_module.setdefault(id(m), []).append((r.value.text_size, move, r.value))
+                by_module.setdefault(id(m), []).append((float(r.value.cost), move, r.value))
         improved = 0
         for m in {id(m): m for m, _ in owners}.values():
             tried = sorted(by_module.get(id(m), []), key=lambda t: (t[0], t[1]))
-            if tried and tried[0][0] < m.best.size:
+            if tried and tried[0][0] < m.best.cost:
                 self._accept(m, tried[0][1], tried[0][2])
                 improved += 1
         self.round += 1
@@ -244,8 +274,9 @@ class TrajectorySearch:
                                       [m.best.log_bytes for m in self.modules], {"kind": self.kind})
 
     def report(self) -> list[dict]:
-        return [{"module": m.entry.name, "heuristic_text": m.baseline, "start_text": m.start,
-                 "best_text": m.best.size, "evaluations": m.evaluations, "flips": m.flips,
+        return [{"module": m.entry.name, "heuristic_text": m.heuristic_text, "start_text": m.start_text,
+                 "best_text": m.best.size, "heuristic_cost": m.baseline, "start_cost": m.start,
+                 "best_cost": m.best.cost, "evaluations": m.evaluations, "flips": m.flips,
                  "decisions": m.best.decisions} for m in self.modules]
 
 
@@ -288,18 +319,21 @@ def imitate(policy: MLPPolicy, best: TraceDataset, weights: np.ndarray, config: 
 def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEntry], run_dir: Path,
                        config: SearchConfig, *, validate: Callable[[MLPPolicy], float | None],
                        pool=None, say: Callable[[str], None] = lambda s: None,
-                       search_class: type[TrajectorySearch] | None = None) -> tuple[MLPPolicy, dict]:
+                       search_class: type[TrajectorySearch] | None = None,
+                       baseline: Mapping[str, float] | None = None) -> tuple[MLPPolicy, dict]:
     """The whole trainer: search (``search_class``: :class:`TrajectorySearch`,
     single flips, by default; :class:`.callee_search.CalleeSearch`, every
     site of one callee), imitation with each flip weight, choice by
-    ``validate`` (the validation .text delta in %; lower is better). Writes
+    ``validate`` (the validation delta of the problem's objective in %; lower
+    is better; ``baseline``: the heuristic's cost of each training module,
+    needed for an objective other than .text bytes). Writes
     ``metrics.jsonl``, ``search.json`` and ``trajectories.npz`` into
     ``run_dir``; returns the chosen policy and a report."""
     search_class = search_class or TrajectorySearch
     moves = search_class.moves
     run_dir = Path(run_dir)
     start = time.perf_counter()
-    search = search_class(policy, ds, train, config, pool=pool, work=run_dir / "work")
+    search = search_class(policy, ds, train, config, pool=pool, work=run_dir / "work", baseline=baseline)
 
     def on_round(m: dict) -> None:
         with open(run_dir / "metrics.jsonl", "a") as f:
