@@ -377,7 +377,7 @@ def cmd_train_search(args) -> int:
                        partitions=args.partitions, epochs=args.epochs, lr=args.lr, seed=args.seed,
                        min_packages=args.min_packages)
     run.write_config({"kind": "search", "moves": args.moves, "corpus": args.corpus, "validation": args.validation,
-                      "init": str(init),
+                      "init": str(init), "modules": args.modules,
                       "problem": problem.name, **cfg.__dict__})
     say = (lambda s: None) if args.quiet else (lambda s: print(s.strip(), file=sys.stderr, flush=True))
     with make_pool(args.workers, ray=args.ray, timeout=args.timeout) as pool:
@@ -389,8 +389,14 @@ def cmd_train_search(args) -> int:
             baseline = _linked_shares(args.linked_shares, [e for e in train + validation if e.name in baseline],
                                       pool, args.quiet)
         validation = [e for e in validation if e.name in baseline]
+        train = [e for e in train if e.name in baseline]
+        if args.modules and args.modules < len(train):  # a size-stratified draw, seeded by --seed
+            from ..rollouts.sampler import SizeStratifiedSampler
+
+            sampler = SizeStratifiedSampler([baseline[e.name] for e in train], buckets=4, seed=args.seed)
+            train = [train[i] for i in sampler.sample(0, args.modules)]
         chosen, report = search_and_imitate(
-            policy, traces[0], [e for e in train if e.name in baseline], out, cfg, pool=pool, say=say,
+            policy, traces[0], train, out, cfg, pool=pool, say=say,
             validate=lambda p: total_delta_percent(p, validation, baseline, out / "work", pool=pool),
             search_class=CalleeSearch if args.moves == "callee" else TrajectorySearch,
             baseline=None if problem.objective == "text_size" else baseline)
@@ -591,7 +597,10 @@ def register(sub) -> None:
                      ["mlopt train search splits/train --init runs/bc --validation splits/validation -o runs/search",
                       "mlopt train search splits/train --init runs/bc -o runs/search --evaluations 96",
                       "mlopt train search splits/train --init prior.npz --moves callee --validation splits/validation "
-                      "-o runs/callee"])
+                      "-o runs/callee",
+                      "mlopt train search splits/train --init start.npz --problem inlining-linked --linked-shares "
+                      "shares.npz --moves callee --modules 3000 --evaluations 16 --validation splits/validation "
+                      "-o runs/callee-linked"])
     se.add_argument("corpus", help="training corpus")
     se.add_argument("--init", required=True, metavar="RUN|NPZ",
                     help="starting policy (a run directory or policy.npz): its own compiles are the starting "
@@ -605,6 +614,8 @@ def register(sub) -> None:
                          "callee at once, 'never inline f' or 'inline f wherever asked' (flip)")
     se.add_argument("--min-packages", type=positive_int, default=1, metavar="N",
                     help="--moves callee: imitate only the moves accepted in at least N packages (1: all)")
+    se.add_argument("--modules", type=positive_int, metavar="N",
+                    help="search a size-stratified draw of N training modules (seeded by --seed; default: all)")
     se.add_argument("--evaluations", type=positive_int, default=48, metavar="N", help="compiles per module (48)")
     se.add_argument("--batch", type=positive_int, default=8, help="moves per module per round (8)")
     se.add_argument("--max-flips", type=positive_int, default=10, metavar="N",
