@@ -300,10 +300,11 @@ def _baselines(corpora: list[str], pool, quiet: bool, callee_linkage: bool = Fal
     return baseline, traces
 
 
-def _linked_shares(path: str, entries: list, pool, quiet: bool) -> dict[str, float]:
+def _linked_shares(path: str, entries: list, pool, quiet: bool, charged: list | None = None) -> dict[str, float]:
     """The linked_share objective's table: read from ``path``, or built over ``entries`` (the training and
     validation modules) and written there (the workers read it as $MLOPT_LINKED_SHARES, set by cli._common.run
-    before they start). Returns each module's -Oz charge (the baseline)."""
+    before they start). Returns each module's -Oz charge (the baseline): of ``charged`` (default: ``entries``)
+    when the table is read, of every entry when it is built."""
     from pathlib import Path
 
     from ..corpus.split import package_of
@@ -319,9 +320,10 @@ def _linked_shares(path: str, entries: list, pool, quiet: bool) -> dict[str, flo
         if missing:
             raise UsageError(f"{table}: no package {missing[0]!r} ({len(missing)} of the corpora's packages "
                              f"missing): give a new FILE to build the table over these corpora")
-        costs = costs_of([(None, e) for e in entries], "inlining-linked", pool=pool, quiet=quiet,
+        charged = entries if charged is None else charged
+        costs = costs_of([(None, e) for e in charged], "inlining-linked", pool=pool, quiet=quiet,
                          desc="linked share of the default")
-        return {e.name: c for e, c in zip(entries, costs) if c is not None}
+        return {e.name: c for e, c in zip(charged, costs) if c is not None}
     shares, costs = build_linked_shares(entries, pool=pool, quiet=quiet, skip_failed=True)
     shares.save(table)
     return costs
@@ -385,16 +387,18 @@ def cmd_train_search(args) -> int:
         validation = corpus_entries(args.validation, args.exclude) if args.validation else []
         baseline, traces = _baselines([args.corpus] + ([args.validation] if args.validation else []), pool,
                                       args.quiet, takes_linkage(policy))
-        if problem.objective == "linked_share":  # charged as the packages link: the heuristic's charges
-            baseline = _linked_shares(args.linked_shares, [e for e in train + validation if e.name in baseline],
-                                      pool, args.quiet)
         validation = [e for e in validation if e.name in baseline]
         train = [e for e in train if e.name in baseline]
-        if args.modules and args.modules < len(train):  # a size-stratified draw, seeded by --seed
+        everything = train + validation
+        if args.modules and args.modules < len(train):  # a size-stratified draw (by -Oz .text), seeded by --seed
             from ..rollouts.sampler import SizeStratifiedSampler
 
             sampler = SizeStratifiedSampler([baseline[e.name] for e in train], buckets=4, seed=args.seed)
             train = [train[i] for i in sampler.sample(0, args.modules)]
+        if problem.objective == "linked_share":  # charged as the packages link: the heuristic's charges
+            baseline = _linked_shares(args.linked_shares, everything, pool, args.quiet, charged=train + validation)
+            validation = [e for e in validation if e.name in baseline]
+            train = [e for e in train if e.name in baseline]
         chosen, report = search_and_imitate(
             policy, traces[0], train, out, cfg, pool=pool, say=say,
             validate=lambda p: total_delta_percent(p, validation, baseline, out / "work", pool=pool),
