@@ -138,9 +138,9 @@ class TrajectorySearch:
     """Runs the search over ``train`` (entries with rows in ``ds``, the
     heuristic's trace: their -Oz sizes) from ``policy``'s own trajectories.
     ``work``: a directory for the policy's exported model. ``baseline``:
-    the heuristic's cost of each module by the problem's objective (default
-    and required for text_size alike: the trace's sizes; required
-    otherwise)."""
+    the heuristic's cost of each module by the problem's objective; for
+    ``text_size`` it defaults to the trace's sizes, any other objective
+    requires it."""
 
     kind = "trajectory-search"  # the trajectories' dataset metadata
     moves = "flip"  # what a move changes (reports, `mlopt train search --moves`)
