@@ -78,7 +78,7 @@ class CalleeSearch(TrajectorySearch):
     def _start_task(self, entry: CorpusEntry) -> RolloutTask:
         return self._task(entry, call_sites=True)
 
-    def _start_module(self, entry: CorpusEntry, baseline: int, rollout) -> CalleeModule:
+    def _start_module(self, entry: CorpusEntry, baseline: float, rollout) -> CalleeModule:
         t = _trajectory(rollout, self.problem)
         sites = [tuple(s) for s in rollout.call_sites]
         queue = callee_moves(sites, t.decisions) if len(t.decisions) <= self.config.max_decisions else []
