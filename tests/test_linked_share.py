@@ -13,6 +13,7 @@ fails."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 
@@ -249,7 +250,7 @@ def test_callee_search_on_the_linked_share_keeps_copies_the_package_still_links(
         for problem in ("inlining-linkage", "inlining-linked"):
             policy = load_weights(tmp_path / "prior.npz", problem)
             with pytest.raises(mlopt.MloptError, match="baseline") if problem == "inlining-linked" else \
-                    _no_error():
+                    contextlib.nullcontext():
                 CalleeSearch(policy, trace, entries, config, work=tmp_path / "w0", pool=pool)
             search = CalleeSearch(policy, trace, entries, config, work=tmp_path / problem, pool=pool,
                                   baseline=costs if problem == "inlining-linked" else None)
@@ -272,14 +273,6 @@ def test_callee_search_on_the_linked_share_keeps_copies_the_package_still_links(
             assert [(f["callee"], f["cost"], f["parent_cost"]) for f in by_share["flips"]] == \
                 [("lo", charge, costs[e.name])]
             assert by_share["best_cost"] == charge
-
-
-class _no_error:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def test_cli_searches_a_draw_of_modules_on_the_linked_share(mini_corpus, tmp_path, capsys, monkeypatch):
