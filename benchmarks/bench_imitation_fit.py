@@ -14,9 +14,12 @@ run, how much of the search the imitated policy keeps:
 - on the run's validation split, as the trainer judges it.
 
 Beside the run's chosen policy it imitates again with each ``--epochs`` x
-``--flip-weights`` (the changed decisions weighted as the trainer weighs
-them, module-size partitions of equal weight), so the table shows whether
-imitating harder keeps more of the search and what that does to validation.
+``--flip-weights`` (module-size partitions of equal weight, as the trainer
+weighs them; the flip weight goes to the changed decisions, a subset of
+the trainer's rows, every site of a forced callee, which the trajectories
+do not name: at weight 1 the imitation is exactly the trainer's), so the
+table shows whether imitating harder keeps more of the search and what
+that does to validation.
 The test split is not used. Every figure is a delta vs -Oz in percent
 (negative = smaller).
 
@@ -49,13 +52,6 @@ from mlopt.training.validation import costs_of, total_delta_percent  # noqa: E40
 from mlopt.workers import make_pool  # noqa: E402
 
 
-def load_trajectories(path: Path) -> TraceDataset:
-    z = np.load(path)
-    meta = json.loads(bytes(z["meta"]).decode())
-    columns = {k[4:]: z[k] for k in z.files if k.startswith("col:")}
-    return TraceDataset([str(m) for m in z["modules"]], z["text_size"], z["module_rows"], columns, meta)
-
-
 def concatenated(parts: list[TraceDataset]) -> TraceDataset:
     """One dataset of ``parts``' modules in order (the columns all have)."""
     keys = [k for k in parts[0].columns if all(k in d.columns for d in parts)]
@@ -70,7 +66,7 @@ def searched_run(run: Path, problem: str, label: str):
     """(trajectories, changed rows per module, each module's -Oz cost, starting policy) of a search run."""
     config = json.loads((run / "config.json").read_text())
     start = load_weights(config["init"], problem)
-    best = load_trajectories(run / "trajectories.npz")
+    best = TraceDataset.load(run / "trajectories.npz")
     searched = {m["module"]: m for m in json.loads((run / "search.json").read_text())}
     flipped = changed_rows(best, start.decide(best.columns).reshape(-1).astype(int), label)
     return best, flipped, [searched[m]["heuristic_cost"] for m in best.modules], start
