@@ -164,7 +164,8 @@ def main() -> None:
                     "seconds": time.perf_counter() - start, "evaluations": sum(r["evaluations"] for r in rounds),
                     "modules": {r["module"]: {"heuristic": r["heuristic_cost"], "start": r["start_cost"],
                                               "best": r["best_cost"], "heuristic_text": r["heuristic_text"],
-                                              "best_text": r["best_text"]} for r in search.report()}}
+                                              "best_text": r["best_text"], "flips": r["flips"]}
+                                for r in search.report()}}
                 print(f"{moves} x{evals}: {search.delta_percent():+.3f}% ({policy.problem.objective})",
                       file=sys.stderr, flush=True)
                 if linked:
