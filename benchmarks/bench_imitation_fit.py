@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -82,7 +83,8 @@ def reproduction(policy, best: TraceDataset, start_decisions: np.ndarray, label:
     target = best.columns[label].reshape(-1).astype(int)
     got = policy.decide(best.columns).reshape(-1).astype(int)
     changed = target != start_decisions
-    out = {"changed": int(changed.sum()), "reproduced": float((got[changed] == target[changed]).mean()),
+    out = {"changed": int(changed.sum()),
+           "reproduced": float((got[changed] == target[changed]).mean()) if changed.any() else None,
            "other_rows_changed": int(((got != target) & ~changed).sum())}
     for d in (0, 1):
         m = changed & (target == d)
@@ -108,7 +110,8 @@ def main(argv=None) -> int:
         os.environ["MLOPT_LINKED_SHARES"] = os.path.abspath(args.linked_shares)
     config = json.loads((args.run / "config.json").read_text())
     problem = config["problem"]
-    label = load_weights(args.run / "policy.npz", problem).problem.decision.name
+    chosen = load_weights(args.run / "policy.npz", problem)
+    label = chosen.problem.decision.name
     runs = [searched_run(r, problem, label) for r in [args.run, *args.also]]
     best, flipped, heuristic, start = runs[0]
     searched = {m["module"]: m for m in json.loads((args.run / "search.json").read_text())}
@@ -120,7 +123,6 @@ def main(argv=None) -> int:
     if args.also:
         print(f"pooled {len(pooled.modules)} searched modules ({len(set(pooled.modules))} distinct), "
               f"{len(pooled)} rows", file=sys.stderr, flush=True)
-    chosen = load_weights(args.run / "policy.npz", problem)
     choice = json.loads((args.run / "search_report.json").read_text())["chosen"]
     candidates = [("start", start), (f"run's choice ({choice})", chosen)]
     for e in [int(x) for x in args.epochs.split(",") if x]:
@@ -133,8 +135,8 @@ def main(argv=None) -> int:
             candidates.append((name, p))
 
     rows = []
-    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"imitation-fit-{os.getpid()}"
-    with make_pool(args.workers) as pool:
+    with make_pool(args.workers) as pool, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
         validation = corpus_entries(config["validation"]) if config.get("validation") else []
         val_costs = costs_of([(None, e) for e in validation], problem, pool=pool)
         val_base = {e.name: c for e, c in zip(validation, val_costs) if c is not None}
@@ -158,11 +160,13 @@ def main(argv=None) -> int:
           f"(search's best: {row_searched:+.3f}% vs -Oz); {rows[0]['changed']} decisions changed by the search")
     print("| policy | changed reproduced | label 0 / 1 | other rows changed | searched modules | validation |")
     print("|---|---|---|---|---|---|")
+    def pct(v, signed=False):
+        return "-" if v is None else (f"{v:+.3f}%" if signed else f"{100 * v:.1f}%")
+
     for r in rows:
-        draw = f"{r['draw']:+.3f}%" if r.get("draw") is not None else "-"
-        print(f"| {r['policy']} | {100 * r['reproduced']:.1f}% | {100 * (r['reproduced_label0'] or 0):.1f}% / "
-              f"{100 * (r['reproduced_label1'] or 0):.1f}% | {r['other_rows_changed']} | {draw} | "
-              f"{r['validation']:+.3f}% |")
+        print(f"| {r['policy']} | {pct(r['reproduced'])} | {pct(r['reproduced_label0'])} / "
+              f"{pct(r['reproduced_label1'])} | {r['other_rows_changed']} | {pct(r.get('draw'), True)} | "
+              f"{pct(r['validation'], True)} |")
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 0
