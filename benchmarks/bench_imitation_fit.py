@@ -37,7 +37,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 os.environ.setdefault("MLOPT_LLVM", "19")
@@ -63,14 +63,29 @@ def concatenated(parts: list[TraceDataset]) -> TraceDataset:
                         dict(parts[0].meta))
 
 
-def searched_run(run: Path, problem: str, label: str):
-    """(trajectories, changed rows per module, each module's -Oz cost, starting policy) of a search run."""
-    config = json.loads((run / "config.json").read_text())
-    start = load_weights(config["init"], problem)
-    best = TraceDataset.load(run / "trajectories.npz")
-    searched = {m["module"]: m for m in json.loads((run / "search.json").read_text())}
-    flipped = changed_rows(best, start.decide(best.columns).reshape(-1).astype(int), label)
-    return best, flipped, [searched[m]["heuristic_cost"] for m in best.modules], start
+@dataclass
+class SearchedRun:
+    """What a search run left: its best trajectories, starting policy and its decisions on them, the rows the
+    search changed (per module), and search.json's record of each module (costs, accepted moves)."""
+
+    best: TraceDataset
+    start: object
+    start_decisions: np.ndarray
+    flipped: list[list[int]]
+    searched: dict[str, dict]
+
+    @classmethod
+    def load(cls, run: Path, problem: str, label: str) -> SearchedRun:
+        config = json.loads((run / "config.json").read_text())
+        start = load_weights(config["init"], problem)
+        best = TraceDataset.load(run / "trajectories.npz")
+        searched = {m["module"]: m for m in json.loads((run / "search.json").read_text())}
+        decisions = start.decide(best.columns).reshape(-1).astype(int)
+        return cls(best, start, decisions, changed_rows(best, decisions, label), searched)
+
+    @property
+    def heuristic(self) -> list[float]:
+        return [self.searched[m]["heuristic_cost"] for m in self.best.modules]
 
 
 def changed_rows(best: TraceDataset, start_decisions: np.ndarray, label: str) -> list[list[int]]:
@@ -112,14 +127,12 @@ def main(argv=None) -> int:
     problem = config["problem"]
     chosen = load_weights(args.run / "policy.npz", problem)
     label = chosen.problem.decision.name
-    runs = [searched_run(r, problem, label) for r in [args.run, *args.also]]
-    best, flipped, heuristic, start = runs[0]
-    searched = {m["module"]: m for m in json.loads((args.run / "search.json").read_text())}
-    start_decisions = start.decide(best.columns).reshape(-1).astype(int)
+    runs = [SearchedRun.load(r, problem, label) for r in [args.run, *args.also]]
+    best, start, start_decisions, searched = runs[0].best, runs[0].start, runs[0].start_decisions, runs[0].searched
     cfg = SearchConfig(**{k: config[k] for k in ("partitions", "seed")}, lr=args.lr)
-    pooled = concatenated([b for b, _, _, _ in runs]) if args.also else best
-    pooled_flipped = [f for _, fl, _, _ in runs for f in fl]
-    pooled_heuristic = [h for _, _, hs, _ in runs for h in hs]
+    pooled = concatenated([r.best for r in runs]) if args.also else best
+    pooled_flipped = [f for r in runs for f in r.flipped]
+    pooled_heuristic = [h for r in runs for h in r.heuristic]
     if args.also:
         print(f"pooled {len(pooled.modules)} searched modules ({len(set(pooled.modules))} distinct), "
               f"{len(pooled)} rows", file=sys.stderr, flush=True)
