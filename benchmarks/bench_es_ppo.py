@@ -245,6 +245,10 @@ def main() -> None:
     ap.add_argument("--hidden", type=lambda t: tuple(int(v) for v in t.split(",") if v), default=None,
                     metavar="N,N", help="start from a network of these hidden widths ('' for none: linear), "
                     "distilled from BC on the training split's trace")
+    ap.add_argument("--package-call-sites", type=Path, metavar="FILE",
+                    help="every policy compile also follows the one-site-linkonce rule of this table of the "
+                         "packages' -Oz call sites (problems/inlining_linked/call_sites.py); built over the "
+                         "three splits when FILE does not exist")
     ap.add_argument("--problem", default=None, metavar="NAME",
                     help="train the starting weights for this problem (one they may start from), e.g. "
                          "inlining-linked: every cost, the test's included, is then the module's share of its "
@@ -261,8 +265,16 @@ def main() -> None:
     results = {"llvm": os.environ.get("MLOPT_LLVM", "default"), "budget_s": args.budget, "seed": args.seed}
     if init.problem.objective == "linked_share":  # read lazily by the workers, which start next
         os.environ["MLOPT_LINKED_SHARES"] = str((args.out / "linked-shares.npz").resolve())
+    if args.package_call_sites:  # read lazily by the workers, which start next
+        os.environ["MLOPT_PACKAGE_CALL_SITES"] = str(args.package_call_sites.resolve())
+        results["package_call_sites"] = str(args.package_call_sites)
     with make_pool(args.workers) as pool:
         side = {s: corpus_entries(args.splits / s) for s in ("train", "validation", "test")}
+        if args.package_call_sites and not args.package_call_sites.exists():
+            from mlopt.rollouts import build_package_call_sites
+
+            build_package_call_sites([e for v in side.values() for e in v], pool=pool, quiet=False,
+                                     skip_failed=True).save(args.package_call_sites)
         baseline = {}
         for s in side:
             # a policy that takes the callee's linkage is checked against (and calibrated on) logs that have it

@@ -14,6 +14,12 @@ keeping the objects (no cache).
     python3 benchmarks/linked_estimate.py splits149/validation --policy es-s0=best-s0-model \\
         --rule linkonce2-d100=2:2:100 --rule linkonce2-d1000=2:2:1000 --out val.json
 
+With ``--package-call-sites FILE`` (a table of
+``mlopt.rollouts.build_package_call_sites`` over the corpus's packages) every
+policy and rule also gets the one-site-linkonce rule's forced decisions
+(problems/inlining_linked/call_sites.py), and a row ``-Oz+one-site`` is the
+heuristic with the rule alone.
+
 Figures: delta vs -Oz in percent, negative = smaller, all / C / C++, and
 with ``--packages`` per package. Policies named ``GROUP-sN`` (one per seed
 N) also get a row per group: the mean over its seeds, the sample standard
@@ -44,19 +50,30 @@ from mlopt.evaluation.report import package_name  # noqa: E402
 from mlopt.problems.inlining_linkage.site_rule import SiteRule  # noqa: E402
 
 _POLICIES: dict = {}
+_CALL_SITES: list = []  # the one-site-linkonce rule's table, when given
 
 
-def _init(specs: list[tuple[str, str, str]]) -> None:
+def _init(specs: list[tuple[str, str, str]], call_sites: str | None = None) -> None:
     _POLICIES["-Oz"] = None
     for name, kind, value in specs:
         _POLICIES[name] = SiteRule.parse(value) if kind == "rule" else mlopt.load_policy(value)
+    if call_sites:
+        from mlopt.problems.inlining_linked.call_sites import PackageCallSites
+
+        _CALL_SITES.append(PackageCallSites.load(call_sites))
+        _POLICIES[ONE_SITE] = None
+
+
+ONE_SITE = "-Oz+one-site"
 
 
 def _job(entry):
     module = entry.load()
     out = {}
+    forced = _CALL_SITES[0].decisions(entry.name) if _CALL_SITES else {}
     for name, policy in _POLICIES.items():
-        r = mlopt.compile(module, policy, log=False, keep_object=True)
+        r = mlopt.compile(module, policy, log=False, keep_object=True,
+                          forced_callees=forced if name != "-Oz" else None)
         out[name] = [tuple(s) for s in text_sections(r.object, entry.name)]
     return entry.name, language_of(Path(str(entry.bitcode_path)[:-3] + ".cmd").read_bytes()), out
 
@@ -88,6 +105,8 @@ def main() -> int:
     ap.add_argument("--rule", action="append", default=[], metavar="NAME=L:U:D", help="a fixed rule (docstring)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--packages", action="store_true", help="also per package")
+    ap.add_argument("--package-call-sites", type=Path, metavar="FILE",
+                    help="apply the one-site-linkonce rule of this table to every policy and rule")
     ap.add_argument("--out", type=Path, help="write the figures and every module's code sections here (JSON)")
     ap.add_argument("--from", dest="source", type=Path, metavar="JSON",
                     help="report from an earlier --out file instead of compiling")
@@ -122,12 +141,17 @@ def main() -> int:
     entries = corpus_entries(args.corpus)
     start = time.perf_counter()
     rows = {}
-    with ProcessPoolExecutor(args.workers, initializer=_init, initargs=(specs,)) as pool:
+    call_sites = str(args.package_call_sites) if args.package_call_sites else None
+    if call_sites:
+        from mlopt.problems.inlining_linked.call_sites import PackageCallSites
+
+        PackageCallSites.load(call_sites)  # a typed error before the workers start
+    with ProcessPoolExecutor(args.workers, initializer=_init, initargs=(specs, call_sites)) as pool:
         for i, (name, lang, sections) in enumerate(pool.map(_job, entries, chunksize=4), 1):
             rows[name] = (lang, {k: [TextSection(*s) for s in v] for k, v in sections.items()})
             if i % 200 == 0 or i == len(entries):
                 print(f"  {i}/{len(entries)} modules, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    names = ["-Oz", *(n for n, _, _ in specs)]
+    names = ["-Oz", *(n for n, _, _ in specs), *([ONE_SITE] if call_sites else [])]
     return report(default_llvm(), str(args.corpus), rows, names, args.packages, args.out)
 
 

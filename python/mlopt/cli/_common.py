@@ -46,6 +46,18 @@ def add_linked_shares_option(parser) -> None:
                              "the training and validation corpora and written to FILE when it does not exist")
 
 
+def add_package_call_sites_option(parser) -> None:
+    """``--package-call-sites FILE``: the packages' table of -Oz call sites
+    the one-site-linkonce rule reads (problems/inlining_linked/call_sites.py):
+    every policy compile also inlines each ``linkonce_odr`` callee whose only
+    call in its package the heuristic declines. Passed on as
+    $MLOPT_PACKAGE_CALL_SITES so worker processes use it too."""
+    parser.add_argument("--package-call-sites", metavar="FILE",
+                        help="also inline every linkonce_odr callee the heuristic declines at the only call in "
+                             "its package, by this table of the packages' -Oz call sites (.npz); built over the "
+                             "command's corpora and written to FILE when it does not exist")
+
+
 def add_reward_trace_option(parser) -> None:
     """``--reward-trace TRACE``: the recorded run (``mlopt reward trace``)
     the trace objectives (problems regalloc-trace, regalloc-trace-cycles)
@@ -201,6 +213,9 @@ def run(func, args) -> int:
     shares = getattr(args, "linked_shares", None)
     if shares is not None:  # the workers read it lazily: the table may be built after they start
         os.environ["MLOPT_LINKED_SHARES"] = os.path.abspath(shares)
+    sites = getattr(args, "package_call_sites", None)
+    if sites is not None:  # the workers read it lazily: the table may be built after they start
+        os.environ["MLOPT_PACKAGE_CALL_SITES"] = os.path.abspath(sites)
     cpu = getattr(args, "reward_cpu", None)
     if cpu is not None:
         os.environ["MLOPT_REWARD_CPU"] = cpu

@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 
 from ..errors import OutputExistsError
-from ._common import add_command, add_exclude_option, add_ir2vec_option, positive_float, positive_int
+from ._common import (
+    add_command,
+    add_exclude_option,
+    add_ir2vec_option,
+    add_package_call_sites_option,
+    positive_float,
+    positive_int,
+)
 
 
 def _pool_options(p) -> None:
@@ -65,6 +72,12 @@ def cmd_eval(args) -> int:
     if (out / "modules.csv").exists() and not args.force:
         raise OutputExistsError(str(out / "modules.csv"))
     out.mkdir(parents=True, exist_ok=True)
+    if args.package_call_sites and not Path(args.package_call_sites).exists():  # the corpus's own pre-pass
+        from ..corpus import corpus_entries
+        from ..rollouts import build_package_call_sites
+
+        build_package_call_sites(corpus_entries(args.corpus), workers=args.workers, quiet=args.quiet,
+                                 skip_failed=True).save(args.package_call_sites)
     ev = evaluate(policy, args.corpus, workers=args.workers, ray=args.ray, timeout=args.timeout, quiet=args.quiet,
                   linked=args.linked)
     summary = {"llvm": default_llvm(), **ev.summary()}
@@ -127,7 +140,8 @@ def register(sub) -> None:
                      ["mlopt eval policy.so corpus/ -o eval/",
                       "mlopt eval runs/r1 heldout/ -o eval/ --verify-with-clang",
                       "mlopt eval policy.so corpus/ -o eval/ --call-sites lz4/lz4libs/lz4.c.o",
-                      "mlopt eval policy.so corpus/ -o eval/ --linked   # also as each package would link"])
+                      "mlopt eval policy.so corpus/ -o eval/ --linked   # also as each package would link",
+                      "mlopt eval policy.so corpus/ -o eval/ --linked --package-call-sites sites.npz"])
     ev.add_argument("policy", help=".so, .tflite, model directory, or a training run directory")
     ev.add_argument("corpus")
     ev.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for CSV, summary, plots")
@@ -138,6 +152,7 @@ def register(sub) -> None:
                     help="also the package-linked estimate: each package's COMDAT code (C++ inline functions, "
                          "templates) counted once, as a linker keeps it, not once per module (compiles every "
                          "module twice, uncached: policy and heuristic)")
+    add_package_call_sites_option(ev)
     ev.add_argument("--no-plots", action="store_true")
     ev.add_argument("--force", action="store_true", help="replace an existing evaluation in the directory")
     _pool_options(ev)

@@ -10,6 +10,7 @@ from ._common import (
     add_exclude_option,
     add_ir2vec_option,
     add_linked_shares_option,
+    add_package_call_sites_option,
     add_reward_trace_option,
     float_list,
     fraction,
@@ -100,6 +101,7 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe, prepare=None)
         train = corpus_entries(args.corpus, args.exclude)
         validation = corpus_entries(args.validation, args.exclude) if args.validation else []
         corpora = [args.corpus] + ([args.validation] if args.validation else [])
+        _package_call_sites(args, train + validation, pool)
         if problem.objective == "linked_share":
             baseline = _linked_shares(args.linked_shares, train + validation, pool, args.quiet)
         else:
@@ -329,6 +331,29 @@ def _linked_shares(path: str, entries: list, pool, quiet: bool, charged: list | 
     return costs
 
 
+def _package_call_sites(args, entries: list, pool) -> None:
+    """``--package-call-sites FILE``: checked when it exists (every package of ``entries`` in it), else built
+    over ``entries`` and written there, before any policy compiles (the workers read it lazily)."""
+    from pathlib import Path
+
+    from ..corpus.split import package_of
+    from ..problems.inlining_linked.call_sites import PackageCallSites
+    from ..rollouts import build_package_call_sites
+    from ._common import UsageError
+
+    path = getattr(args, "package_call_sites", None)
+    if not path:
+        return
+    table = Path(path)
+    if table.exists():
+        missing = sorted({package_of(e.name) for e in entries} - set(PackageCallSites.load(table).packages))
+        if missing:
+            raise UsageError(f"{table}: no package {missing[0]!r} ({len(missing)} of the corpora's packages "
+                             f"missing): give a new FILE to build the table over these corpora")
+        return
+    build_package_call_sites(entries, pool=pool, quiet=args.quiet, skip_failed=True).save(table)
+
+
 def _check_objective_inputs(problem, args) -> None:
     """What the problem's objective needs, named before any work starts."""
     from ._common import UsageError
@@ -390,6 +415,7 @@ def cmd_train_search(args) -> int:
         validation = [e for e in validation if e.name in baseline]
         train = [e for e in train if e.name in baseline]
         everything = train + validation
+        _package_call_sites(args, everything, pool)
         if args.modules and args.modules < len(train):  # a size-stratified draw (by -Oz .text), seeded by --seed
             from ..rollouts.sampler import SizeStratifiedSampler
 
@@ -433,6 +459,7 @@ def _rollout_trainer_options(parser) -> None:
     add_ir2vec_option(parser)
     add_reward_trace_option(parser)
     add_linked_shares_option(parser)
+    add_package_call_sites_option(parser)
 
 
 def register(sub) -> None:

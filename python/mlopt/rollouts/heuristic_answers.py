@@ -18,7 +18,10 @@ same action (:meth:`MLPPolicy.sure_of_inputs`);
 an item with a near-tie row, a policy deciding otherwise anywhere, a module
 the cache does not hold, or a policy of another kind is left to a rollout
 (None). A policy that takes ``callee_linkage`` is checked against the
-trace that logged it (``trace_corpus(callee_linkage=True)``). So every answer is the one a rollout would return.
+trace that logged it (``trace_corpus(callee_linkage=True)``). A module the
+one-site-linkonce rule forces decisions in (``$MLOPT_PACKAGE_CALL_SITES``)
+is never answered: a policy's compile of it is not the heuristic's. So
+every answer is the one a rollout would return.
 
     answers = HeuristicAnswers()
     costs = answers.costs(policies, [(policy_index, entry), ...])   # float or None per item
@@ -34,7 +37,7 @@ import numpy as np
 from ..corpus import CorpusEntry
 from ..policy import MLPPolicy
 from ..problems.inlining_linkage import takes_linkage
-from .tasks import entry_stamp
+from .tasks import _package_call_sites, entry_stamp
 
 
 @dataclass
@@ -84,7 +87,10 @@ class HeuristicAnswers:
         out: list[float | None] = [None] * len(items)
         by_module: dict[str, list[int]] = {}
         entries: dict[str, CorpusEntry] = {}
+        rule = _package_call_sites()
         for k, (c, entry) in enumerate(items):
+            if rule is not None and rule.decisions(entry.name):
+                continue  # the rule forces decisions here: the policy's compile is not the heuristic's
             if self.qualifies(policies[c]):
                 by_module.setdefault(entry.name, []).append(k)
                 entries[entry.name] = entry

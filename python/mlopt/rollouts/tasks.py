@@ -198,8 +198,13 @@ def _size_rollout(task: RolloutTask, grouped: bool = False) -> Rollout:
     grouped = grouped or task.grouped_code
     if cache is not None and task.start_from_trace and not task.call_sites and not grouped:
         _start_from_trace(cache, task.entry, module, vocab, linkage)  # the trace's compiles list no grouped code
+    forced_callees = dict(task.forced_callees)
+    if policy is not None:  # the one-site-linkonce rule, when a table is given; the task's own callees win
+        rule = _package_call_sites()
+        if rule is not None:
+            forced_callees = {**rule.decisions(task.entry.name), **forced_callees}
     r = compile(module, policy, log=True, call_sites=task.call_sites, cache=cache, forced_decisions=task.forced,
-                ir2vec_vocab=vocab or None, forced_callees=dict(task.forced_callees), log_callee_linkage=linkage,
+                ir2vec_vocab=vocab or None, forced_callees=forced_callees, log_callee_linkage=linkage,
                 keep_object=task.text_sections, grouped_code=grouped)
     llvm_seconds = time.perf_counter() - start
     sections = None
@@ -216,6 +221,26 @@ def _size_rollout(task: RolloutTask, grouped: bool = False) -> Rollout:
 
 
 _SHARES: dict = {}  # this worker's LinkedShares, per (path, mtime, size)
+_CALL_SITES: dict = {}  # this worker's PackageCallSites, per (path, mtime, size)
+
+
+def _package_call_sites():
+    """The table of $MLOPT_PACKAGE_CALL_SITES (the one-site-linkonce rule), loaded once per worker and file
+    version; None when it is unset."""
+    from ..problems.inlining_linked.call_sites import PACKAGE_CALL_SITES_ENV, PackageCallSites
+
+    path = os.environ.get(PACKAGE_CALL_SITES_ENV, "")
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return PackageCallSites.load(path)  # raises TraceError naming the file
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _CALL_SITES:
+        _CALL_SITES.clear()
+        _CALL_SITES[key] = PackageCallSites.load(path)
+    return _CALL_SITES[key]
 
 
 def _linked_shares():

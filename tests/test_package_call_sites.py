@@ -1,0 +1,153 @@
+"""The one-site-linkonce rule (problems/inlining_linked/call_sites.py): the
+packages' table of -Oz call sites, the rule's decisions, and rollouts that
+apply it to a policy's compiles (never to the heuristic's, the baseline).
+
+A hand-built package of two modules: ``a`` calls the ``linkonce_odr``
+function ``one`` once (nowhere else in the package) and ``lo`` once, ``b``
+calls ``lo`` twice; -Oz declines every site. Only ``one`` at its single
+site in ``a`` qualifies: inlined there, its body leaves the linked package.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+import mlopt
+from mlopt.corpus import CorpusEntry
+from mlopt.errors import TraceError
+from mlopt.problems.inlining_linked.call_sites import MAX_MARGIN, PACKAGE_CALL_SITES_ENV, PackageCallSites
+from tests.test_inlining_linkage import _BODY
+
+TRIPLE = "x86_64-pc-linux-gnu"
+
+
+def _table(rows):
+    return PackageCallSites.from_compiles(rows)
+
+
+def test_the_rule_takes_only_a_declined_linkonce_callees_single_call_in_its_package():
+    rows = {
+        "p/a.o": [("one", 2, 0, 40), ("lo", 2, 0, 10), ("ext", 0, 0, 40), ("inl", 2, 1, -20), ("big", 2, 0, 5000),
+                  ("two", 2, 0, 10), ("two", 2, 0, 12)],
+        "p/b.o": [("lo", 2, 0, 10)],
+        "q/c.o": [("lo", 2, 0, 10)],  # another package: its own count
+    }
+    t = _table(rows)
+    assert t.counts["p"] == {"one": (1, 0, "p/a.o", 40), "lo": (2, 0, "", 10), "inl": (1, 1, "p/a.o", -20),
+                             "big": (1, 0, "p/a.o", 5000), "two": (2, 0, "p/a.o", 12)}  # no external callee
+    assert t.decisions("p/a.o") == {"one": 1}  # not lo (2 sites), inl (-Oz inlines it), big (margin), two
+    assert t.decisions("p/b.o") == {}
+    assert t.decisions("q/c.o") == {"lo": 1}  # lo's only call in package q
+    assert MAX_MARGIN < 5000
+    with pytest.raises(TraceError, match="no package 'r'"):
+        t.decisions("r/d.o")
+
+
+def test_the_table_round_trips_and_bad_files_are_typed_errors(tmp_path):
+    t = _table({"p/a.o": [("one", 2, 0, 40), ("_ZN1a1bEv", 2, 1, -3)], "q/b.o": [("lo", 2, 0, 7)]})
+    path = tmp_path / "sites.npz"
+    t.save(path)
+    assert PackageCallSites.load(path) == t
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a table")
+    with pytest.raises(TraceError, match="bad.npz"):
+        PackageCallSites.load(bad)
+    with pytest.raises(TraceError, match="missing.npz"):
+        PackageCallSites.load(tmp_path / "missing.npz")
+
+
+def _ir(calls: dict[str, int]) -> str:
+    out = [f'target triple = "{TRIPLE}"']
+    for f in calls:
+        out.append(f"${f} = comdat any\ndefine linkonce_odr i32 @{f}(i32 %x) comdat {{\nentry:\n{_BODY}}}\n")
+    body, v = [], "%x"
+    for i, (f, n) in enumerate((f, n) for f, n in calls.items() for _ in range(n)):
+        body.append(f"  %c{i} = call i32 @{f}(i32 {v})")
+        v = f"%c{i}"
+    out.append("define i32 @main_" + str(len(body)) + "(i32 %x) {\nentry:\n" + "\n".join(body) + f"\n  ret i32 {v}\n}}\n")
+    return "\n".join(out)
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory):
+    from mlopt._native import default_llvm
+
+    tool = shutil.which(f"llvm-as-{default_llvm()}")
+    if tool is None:
+        pytest.skip(f"llvm-as-{default_llvm()} not installed")
+    d = tmp_path_factory.mktemp("callsites")
+    entries = []
+    for name, calls in (("a", {"one": 1, "lo": 1}), ("b", {"lo": 2})):
+        bc = d / f"{name}.bc"
+        subprocess.run([tool, "-o", str(bc), "-"], input=_ir(calls).encode(), check=True)
+        entries.append(CorpusEntry(f"pkg/{name}.o", bc, ("-Oz", "-c", f"{name}.c")))
+    return entries
+
+
+def _oz_policy(entries, path):
+    """A network that decides as -Oz does (the default prior), as a .tflite file."""
+    from mlopt.problems.inlining import FEATURES
+    from mlopt.problems.inlining_default.prior import with_default_prior
+
+    vocab = mlopt.Vocab.from_logs([mlopt.compile(e.load()).log for e in entries], num_buckets=8, features=FEATURES)
+    policy = with_default_prior(mlopt.InlinePolicy.random(vocab, hidden=(4,), seed=1), 20.0)
+    path.write_bytes(policy.to_tflite())
+    return str(path)
+
+
+@pytest.mark.llvm
+def test_rollouts_apply_the_rule_to_a_policy_and_never_to_the_heuristic(package, tmp_path, monkeypatch):
+    from mlopt.rollouts import RolloutTask, build_package_call_sites, run_rollout
+
+    t = build_package_call_sites(package, workers=1)
+    assert {c: v[:3] for c, v in t.counts["pkg"].items()} == {"one": (1, 0, "pkg/a.o"), "lo": (3, 0, "")}
+    assert t.decisions("pkg/a.o") == {"one": 1} and t.decisions("pkg/b.o") == {}
+    path = tmp_path / "sites.npz"
+    t.save(path)
+    a = package[0]
+    policy = _oz_policy(package, tmp_path / "oz.tflite")
+    plain = run_rollout(RolloutTask(a, policy, call_sites=True, cache=False))
+    heuristic = run_rollout(RolloutTask(a, None, call_sites=True, cache=False))
+    assert plain.text_size == heuristic.text_size and not plain.policy_decisions.any()  # decides as -Oz
+    monkeypatch.setenv(PACKAGE_CALL_SITES_ENV, str(path))
+    ruled = run_rollout(RolloutTask(a, policy, call_sites=True, cache=False))
+    forced = mlopt.compile(a.load(), policy, forced_callees={"one": 1})
+    assert ruled.text_size == forced.text_size != plain.text_size
+    assert [d for (_, callee), d in zip(ruled.call_sites, ruled.policy_decisions) if callee == "one"] == [1]
+    assert not [d for (_, callee), d in zip(ruled.call_sites, ruled.policy_decisions) if callee == "lo" and d]
+    assert run_rollout(RolloutTask(a, None, cache=False)).text_size == heuristic.text_size  # the baseline
+    assert run_rollout(RolloutTask(package[1], policy, cache=False)).text_size == \
+        run_rollout(RolloutTask(package[1], None, cache=False)).text_size  # nothing of b qualifies
+
+
+@pytest.mark.llvm
+def test_heuristic_answers_leave_the_modules_the_rule_forces_to_rollouts(mini_corpus, tmp_path, monkeypatch):
+    """A policy deciding as -Oz is answered in process with the heuristic's cost -- except in a module where the
+    rule forces a callee: its compile there is not the heuristic's, so only a rollout can say."""
+    from mlopt.corpus import corpus_entries
+    from mlopt.corpus.split import package_of
+    from mlopt.problems.inlining_linked import LINKED_SHARES_ENV
+    from mlopt.rollouts import HeuristicAnswers, build_linked_shares, trace_corpus
+    from tests.test_linked_share import _linked_prior
+
+    monkeypatch.setenv("MLOPT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(PACKAGE_CALL_SITES_ENV, raising=False)
+    entries = corpus_entries(mini_corpus)
+    shares, costs = build_linked_shares(entries, workers=1)
+    shares.save(tmp_path / "shares.npz")
+    monkeypatch.setenv(LINKED_SHARES_ENV, str(tmp_path / "shares.npz"))
+    trace_corpus(mini_corpus, quiet=True, callee_linkage=True, workers=1)
+    policy = _linked_prior(mini_corpus, tmp_path)
+    items = [(0, e) for e in entries]
+    assert HeuristicAnswers(heuristic_costs=costs).costs([policy], items) == [costs[e.name] for e in entries]
+    forced = next(e for e in entries if mlopt.compile(e.load(), call_sites=True).call_sites)
+    callee = mlopt.compile(forced.load(), call_sites=True).call_sites[0][1]
+    table = PackageCallSites({package_of(e.name): {} for e in entries})
+    table.counts[package_of(forced.name)][callee] = (1, 0, forced.name, 0)
+    table.save(tmp_path / "sites.npz")
+    monkeypatch.setenv(PACKAGE_CALL_SITES_ENV, str(tmp_path / "sites.npz"))
+    got = HeuristicAnswers(heuristic_costs=costs).costs([policy], items)
+    assert got == [None if e is forced else costs[e.name] for e in entries]
