@@ -151,3 +151,68 @@ def test_heuristic_answers_leave_the_modules_the_rule_forces_to_rollouts(mini_co
     monkeypatch.setenv(PACKAGE_CALL_SITES_ENV, str(tmp_path / "sites.npz"))
     got = HeuristicAnswers(heuristic_costs=costs).costs([policy], items)
     assert got == [None if e is forced else costs[e.name] for e in entries]
+
+
+def _text(obj: bytes) -> int:
+    from mlopt.corpus.elf import text_sections
+
+    return sum(s.size for s in text_sections(obj, "a.o"))
+
+
+@pytest.mark.llvm
+def test_stock_clang_with_the_plugin_follows_the_packages_callee_decision_file(package, plugin, llvm_tools,
+                                                                               tmp_path):
+    """The rule shipped: `mlopt corpus call-sites --callee-decisions`'s file of the package, given to stock clang
+    with the plugin (no model: the heuristic decides the rest), compiles ``a`` to exactly the engine's -Oz with
+    the rule's forced callee; a malformed file is a one-line error naming the line, not a crash."""
+    from mlopt.compiler.plugin import clang_flags
+    from mlopt.rollouts import build_package_call_sites
+
+    rules = tmp_path / "pkg.txt"
+    assert build_package_call_sites(package, workers=1).write_callee_decisions("pkg", rules) == 1
+    assert [line for line in rules.read_text().splitlines() if not line.startswith("#")] == ["1 one"]
+    a = package[0]
+
+    def clang(*flags, check=True):
+        out = tmp_path / "a.o"
+        r = subprocess.run([llvm_tools["clang"], "-Oz", *flags, "-c", str(a.bitcode_path), "-o", str(out)],
+                           capture_output=True, text=True, check=check)
+        return r if not check else _text(out.read_bytes())
+
+    stock = clang()
+    assert stock == mlopt.compile(a.load()).text_size
+    ruled = clang(*clang_flags(llvm=llvm_tools["major"], callee_decisions=rules))
+    assert ruled == mlopt.compile(a.load(), None, forced_callees={"one": 1}).text_size != stock
+    bad = tmp_path / "bad.txt"
+    bad.write_text("# ok\n1 one\ninline lo\n")
+    r = clang(*clang_flags(llvm=llvm_tools["major"], callee_decisions=bad), check=False)
+    assert r.returncode != 0 and f"{bad}: line 3 (byte 11) is not" in r.stderr, r.stderr
+    assert "Stack dump" not in r.stderr
+
+
+@pytest.mark.llvm
+def test_cli_writes_the_table_and_checks_callee_decision_files(package, tmp_path, capsys):
+    from mlopt.cli import main
+    from mlopt.corpus import CorpusEntry  # noqa: F401  (the corpus below is the package's bitcode)
+
+    corpus = tmp_path / "corpus"
+    for e in package:
+        (corpus / "pkg").mkdir(parents=True, exist_ok=True)
+        shutil.copy(e.bitcode_path, corpus / "pkg" / (e.name.split("/")[-1][:-2] + ".bc"))
+    assert main(["corpus", "make", str(corpus), str(tmp_path / "c"), "--command=-Oz", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["corpus", "call-sites", str(tmp_path / "c"), "-o", str(tmp_path / "s.npz"), "--callee-decisions",
+                 str(tmp_path / "rules"), "--workers", "1", "--quiet", "--json"]) == 0
+    import json
+
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["packages"] == 1 and sum(summary["one_site_callees"].values()) == 1
+    (rule_file,) = summary["callee_decisions"].values()
+    assert [line for line in open(rule_file).read().splitlines() if not line.startswith("#")] == ["1 one"]
+    assert main(["corpus", "call-sites", str(tmp_path / "c"), "-o", str(tmp_path / "s.npz")]) == 1  # no overwrite
+    assert "s.npz" in capsys.readouterr().err
+    (tmp_path / "bad.txt").write_text("1 one\n2 lo\n")
+    assert main(["clang-flags", "--callee-decisions", str(tmp_path / "bad.txt")]) == 2
+    assert "line 2 is not" in capsys.readouterr().err
+    assert main(["clang-flags", "--callee-decisions", rule_file]) == 0
+    assert "-mlopt-inline-callee-decisions=" in capsys.readouterr().out

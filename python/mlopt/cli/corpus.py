@@ -271,6 +271,38 @@ def cmd_stats(args) -> int:
     return 0
 
 
+def cmd_call_sites(args) -> int:
+    from ..corpus import corpus_entries
+    from ..corpus.split import package_of
+    from ..rollouts import build_package_call_sites
+
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise OutputExistsError(str(out))
+    entries = [e for c in args.corpus for e in corpus_entries(c)]
+    if not entries:
+        raise UsageError(f"{', '.join(args.corpus)}: no modules")
+    table = build_package_call_sites(entries, workers=args.workers, quiet=args.quiet, skip_failed=True)
+    table.save(out)
+    per_package = {p: len(table.package_decisions(p)) for p in table.packages}
+    files = {}
+    if args.callee_decisions:
+        d = Path(args.callee_decisions)
+        d.mkdir(parents=True, exist_ok=True)
+        for p in table.packages:
+            table.write_callee_decisions(p, d / f"{p}.txt")
+            files[p] = str(d / f"{p}.txt")
+    summary = {"table": str(out), "modules": len({package_of(e.name) + e.name for e in entries}),
+               "packages": len(per_package), "one_site_callees": per_package, "callee_decisions": files}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"{out}: {summary['modules']} modules of {len(per_package)} packages; the one-site-linkonce rule "
+              f"inlines {sum(per_package.values())} callees"
+              + (f"; callee decisions in {args.callee_decisions}/<package>.txt" if files else ""))
+    return 0
+
+
 def register(sub) -> None:
     corpus = sub.add_parser("corpus", help="make corpora (mlgo-utils layout): extract, make, fetch, split",
                             description="Corpora in the layout of LLVM's mlgo-utils (extract_ir).")
@@ -343,6 +375,21 @@ def register(sub) -> None:
     st.add_argument("corpus")
     st.add_argument("--json", action="store_true", help="machine-readable summary")
     st.set_defaults(func=cmd_stats)
+
+    cs = add_command(csub, "call-sites", "the packages' -Oz call sites, for the one-site-linkonce rule "
+                     "(--package-call-sites) and as plugin callee-decision files",
+                     ["mlopt corpus call-sites splits/train splits/validation -o sites.npz",
+                      "mlopt corpus call-sites mypkg-corpus/ -o sites.npz --callee-decisions rules/",
+                      "clang-19 -Oz $(mlopt clang-flags --llvm 19 --callee-decisions rules/mypkg.txt) -c a.cc"])
+    cs.add_argument("corpus", nargs="+", help="corpora (every module of every package the rule is used on)")
+    cs.add_argument("-o", "--output", required=True, metavar="FILE", help="the table (.npz)")
+    cs.add_argument("--callee-decisions", metavar="DIR",
+                    help="also write DIR/<package>.txt: the rule's decisions for -mlopt-inline-callee-decisions")
+    cs.add_argument("--workers", type=positive_int, metavar="N")
+    cs.add_argument("--force", action="store_true", help="replace an existing table")
+    cs.add_argument("--quiet", action="store_true", help="no progress bar")
+    cs.add_argument("--json", action="store_true", help="machine-readable summary")
+    cs.set_defaults(func=cmd_call_sites)
 
     for p, func in ((ex, cmd_extract), (mk, cmd_make), (fe, cmd_fetch), (sp, cmd_split), (db, cmd_debian)):
         if p in (ex, fe):

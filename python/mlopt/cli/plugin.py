@@ -33,10 +33,26 @@ def cmd_clang_flags(args) -> int:
         bad = next((i for i, c in enumerate(decisions) if c not in b"01 \t\r\n"), None)
         if bad is not None:
             raise UsageError(f"--replay {args.replay}: byte {bad} is not a decision ('0' or '1') nor whitespace")
+    if args.callee_decisions is not None:
+        _check_callee_decisions(args.callee_decisions)
     print(clang_flags_string(training_log=log, model=args.model, overwrite_log=args.overwrite_log,
                              ir2vec_vocab=args.ir2vec_vocab, regalloc_model=args.regalloc_model,
-                             replay=args.replay))
+                             replay=args.replay, callee_decisions=args.callee_decisions))
     return 0
+
+
+def _check_callee_decisions(path: str) -> None:
+    """The plugin's -mlopt-inline-callee-decisions format, checked before a build (UsageError naming the line)."""
+    try:
+        lines = open(path, "rb").read().split(b"\n")
+    except OSError as e:
+        raise UsageError(f"--callee-decisions {path}: {e.strerror or e}") from None
+    for number, line in enumerate(lines, 1):
+        line = line.rstrip(b"\r")
+        if not line or line.startswith(b"#"):
+            continue
+        if len(line) < 3 or line[:1] not in (b"0", b"1") or line[1:2] != b" " or any(c in line[2:] for c in b" \t"):
+            raise UsageError(f"--callee-decisions {path}: line {number} is not \"<0|1> <callee name>\"")
 
 
 def register(sub) -> None:
@@ -54,7 +70,9 @@ def register(sub) -> None:
                          "clang-19 -O2 $(mlopt clang-flags --llvm 19 --regalloc-model evict.so) -c a.c",
                          "clang-22 -Oz $(mlopt clang-flags --llvm 22 --model policy.so) -c a.c",
                          "clang-22 -Oz $(mlopt clang-flags --llvm 22 --ir2vec-vocab v.json --training-log l/) -c a.c",
-                         "clang-19 -Oz $(mlopt clang-flags --llvm 19 --model policy.so --replay found.txt) -c a.c"])
+                         "clang-19 -Oz $(mlopt clang-flags --llvm 19 --model policy.so --replay found.txt) -c a.c",
+                         "clang++-19 -Oz $(mlopt clang-flags --llvm 19 --callee-decisions rules/pkg.txt) -c a.cc"
+                         "   # mlopt corpus call-sites ... --callee-decisions rules/"])
     flags.add_argument("--training-log", metavar="PATH",
                        help="write a training log of the inliner's decisions: a file, a directory (one "
                             "<module>.log per translation unit) or a pattern with %%m (module) / %%p (pid); "
@@ -68,5 +86,9 @@ def register(sub) -> None:
     flags.add_argument("--replay", metavar="PATH",
                        help="force the inliner's first decisions to this file's 0/1 characters (e.g. a sequence "
                             "found by search); %%m: one file per module; checked now")
+    flags.add_argument("--callee-decisions", metavar="PATH",
+                       help="every site calling a function this file names gets its decision (\"<0|1> <name>\" "
+                            "lines; a package's one-site-linkonce rule from `mlopt corpus call-sites "
+                            "--callee-decisions`); checked now")
     add_ir2vec_option(flags)
     flags.set_defaults(func=cmd_clang_flags)

@@ -38,7 +38,8 @@ def plugin_path(llvm=None) -> Path:
 
 
 def _mlopt_options(training_log=None, model=None, overwrite_log=False, ir2vec_vocab=None,
-                   regalloc_model=None, replay=None, log_callee_linkage=False) -> list[str]:
+                   regalloc_model=None, replay=None, log_callee_linkage=False,
+                   callee_decisions=None) -> list[str]:
     options = []
     if regalloc_model is not None:
         options.append(f"-mlopt-regalloc-model={Path(regalloc_model).resolve()}")
@@ -54,26 +55,29 @@ def _mlopt_options(training_log=None, model=None, overwrite_log=False, ir2vec_vo
             options.append("-mlopt-inline-log-callee-linkage")
     if replay is not None:
         options.append(f"-mlopt-inline-replay={os.fspath(replay)}")
+    if callee_decisions is not None:
+        options.append(f"-mlopt-inline-callee-decisions={Path(callee_decisions).resolve()}")
     return options
 
 
 def opt_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
-              ir2vec_vocab=None, replay=None, log_callee_linkage: bool = False) -> list[str]:
+              ir2vec_vocab=None, replay=None, log_callee_linkage: bool = False,
+              callee_decisions=None) -> list[str]:
     """Arguments that load the plugin into ``opt-<llvm>`` (options after the plugin).
 
     ``model``: a .tflite file, a model directory or a compiled policy .so.
     ``training_log``: see :func:`clang_flags`. ``ir2vec_vocab`` (LLVM 22):
     an IR2Vec vocabulary; the inliner's inputs then end with the callee and
-    caller embeddings. ``replay``, ``log_callee_linkage``: see :func:`clang_flags`.
+    caller embeddings. ``replay``, ``log_callee_linkage``, ``callee_decisions``: see :func:`clang_flags`.
     """
     return [f"-load-pass-plugin={plugin_path(llvm)}",
             *_mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, replay=replay,
-                            log_callee_linkage=log_callee_linkage)]
+                            log_callee_linkage=log_callee_linkage, callee_decisions=callee_decisions)]
 
 
 def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
                 ir2vec_vocab=None, regalloc_model=None, replay=None,
-                log_callee_linkage: bool = False) -> list[str]:
+                log_callee_linkage: bool = False, callee_decisions=None) -> list[str]:
     """Arguments that load the plugin into ``clang-<llvm>`` with its options.
 
     ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
@@ -91,11 +95,14 @@ def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, l
     (or the heuristic) decides the rest and is still evaluated.
     ``log_callee_linkage``: the training log also has ``callee_linkage``
     (the inlining-linkage problem's 40th input) before ``inlining_default``.
+    ``callee_decisions``: a file of ``<0|1> <callee name>`` lines; every site
+    calling a named function gets its decision (``mlopt corpus call-sites
+    --callee-decisions`` writes a package's one-site-linkonce rule as one).
     """
     path = plugin_path(llvm)
     flags = [f"-fpass-plugin={path}", "-Xclang", "-load", "-Xclang", str(path)]
     for option in _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, regalloc_model, replay,
-                                 log_callee_linkage):
+                                 log_callee_linkage, callee_decisions):
         flags += ["-mllvm", option]
     return flags
 

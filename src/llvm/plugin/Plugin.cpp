@@ -21,6 +21,7 @@
 // Without any -mlopt-* option the plugin registers nothing and the compiler
 // behaves exactly as stock.
 
+#include "CalleeDecisions.h"
 #include "DecisionString.h"
 #include "Errors.h"
 #include "IR2VecVocabulary.h"
@@ -113,6 +114,13 @@ cl::opt<std::string> ReplayPath(
              "in the order the inliner asks (%m: per module, as the training log); the model "
              "or heuristic decides the rest. A decision string from `mlopt train search`, or "
              "the heuristic's own (to measure a policy's cost with stock decisions)"));
+
+cl::opt<std::string> CalleeDecisionsPath(
+    "mlopt-inline-callee-decisions", cl::value_desc("path"), cl::cat(Category),
+    cl::desc("mlopt: every site calling a function this file names gets its decision, whatever "
+             "the model or heuristic says: one \"<0|1> <callee name>\" per line (after "
+             "-mlopt-inline-replay's decisions). `mlopt corpus call-sites --callee-decisions` "
+             "writes a package's (its one-site linkonce_odr callees, inlined)"));
 
 cl::opt<std::string>
     InteractiveBase("mlopt-inline-interactive", cl::value_desc("base"), cl::cat(Category),
@@ -300,21 +308,27 @@ makeRunner(LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features) {
   return nullptr;
 }
 
-/// The forced decisions of -mlopt-inline-replay for module M: one trace per
-/// expanded path, so every inliner run on the module continues the same
-/// sequence; nullptr without the option or after an error (reported once).
+/// The forced decisions of -mlopt-inline-replay and -mlopt-inline-callee-decisions
+/// for module M: one trace per expanded replay path, so every inliner run on
+/// the module continues the same sequence; nullptr without the options or
+/// after an error (reported once).
 mlopt::DecisionTrace *replay(LLVMContext &Ctx, const Module &M) {
   static std::map<std::string, std::unique_ptr<mlopt::DecisionTrace>> Traces;
-  if (ReplayPath.empty())
+  if (ReplayPath.empty() && CalleeDecisionsPath.empty())
     return nullptr;
   std::string Path =
-      mlopt::expandTrainingLogPath(ReplayPath, M.getSourceFileName(), M.getModuleIdentifier());
-  auto [It, Inserted] = Traces.try_emplace(Path);
+      ReplayPath.empty() ? std::string()
+                         : mlopt::expandTrainingLogPath(ReplayPath, M.getSourceFileName(),
+                                                        M.getModuleIdentifier());
+  auto [It, Inserted] = Traces.try_emplace(Path.empty() ? M.getModuleIdentifier() : Path);
   if (!Inserted)
     return It->second.get();
   try {
     auto Trace = std::make_unique<mlopt::DecisionTrace>();
-    Trace->Forced = mlopt::readDecisionString(Path);
+    if (!Path.empty())
+      Trace->Forced = mlopt::readDecisionString(Path);
+    if (!CalleeDecisionsPath.empty())
+      Trace->ForcedCallees = mlopt::readCalleeDecisions(CalleeDecisionsPath);
     It->second = std::move(Trace);
   } catch (const std::exception &E) {
     Ctx.emitError(Twine("mlopt: cannot replay decisions: ") + E.what());
@@ -336,7 +350,8 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
 
 bool pluginActive() {
   return !TrainingLogPath.empty() || !InteractiveBase.empty() || !ModelPath.empty() ||
-         !IR2VecVocab.empty() || !ReplayPath.empty() || ForceMLAdvisor;
+         !IR2VecVocab.empty() || !ReplayPath.empty() || !CalleeDecisionsPath.empty() ||
+         ForceMLAdvisor;
 }
 
 void registerCallbacks(PassBuilder &PB) {

@@ -93,6 +93,23 @@ class PackageCallSites:
                              f"over every package the run compiles")
         return dict(self._by_module.get(module, {}))
 
+    def package_decisions(self, package: str) -> dict[str, int]:
+        """The rule's forced decisions over all of ``package``'s modules: what one build of the package needs
+        (``-mlopt-inline-callee-decisions``); a one-site callee has no site in the package's other modules."""
+        if package not in self.counts:
+            raise TraceError(f"{self.where}: no package {package!r}")
+        return {c: 1 for c, (n, inlined, where, margin) in self.counts[package].items()
+                if n == 1 and inlined == 0 and where and margin <= MAX_MARGIN}
+
+    def write_callee_decisions(self, package: str, path: str | os.PathLike) -> int:
+        """The package's rule as a plugin callee-decision file (``<0|1> <callee name>`` lines); how many."""
+        decisions = self.package_decisions(package)
+        lines = [f"# mlopt one-site-linkonce rule for package {package}: inline each linkonce_odr callee the "
+                 f"heuristic declines at its only call in the package", *(f"{d} {c}" for c, d in
+                                                                          sorted(decisions.items()))]
+        Path(path).write_text("\n".join(lines) + "\n")
+        return len(decisions)
+
     def save(self, path: str | os.PathLike) -> None:
         """An ``.npz``: names as UTF-8 blobs with end offsets (mangled C++ names are long; fixed-width
         string arrays of them are hundreds of megabytes), the counts as int64 columns."""
