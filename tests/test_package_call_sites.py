@@ -64,10 +64,10 @@ def _ir(calls: dict[str, int]) -> str:
     for f in calls:
         out.append(f"${f} = comdat any\ndefine linkonce_odr i32 @{f}(i32 %x) comdat {{\nentry:\n{_BODY}}}\n")
     body, v = [], "%x"
-    for i, (f, n) in enumerate((f, n) for f, n in calls.items() for _ in range(n)):
+    for i, f in enumerate(f for f, n in calls.items() for _ in range(n)):
         body.append(f"  %c{i} = call i32 @{f}(i32 {v})")
         v = f"%c{i}"
-    out.append("define i32 @main_" + str(len(body)) + "(i32 %x) {\nentry:\n" + "\n".join(body) + f"\n  ret i32 {v}\n}}\n")
+    out.append(f"define i32 @main_{len(body)}(i32 %x) {{\nentry:\n" + "\n".join(body) + f"\n  ret i32 {v}\n}}\n")
     return "\n".join(out)
 
 

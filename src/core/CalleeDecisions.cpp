@@ -23,8 +23,7 @@ std::map<std::string, bool> readCalleeDecisions(const std::string &Path) {
     if (Text.size() < 3 || (Text[0] != '0' && Text[0] != '1') || Text[1] != ' ' ||
         Text.find_first_of(" \t", 2) != std::string::npos)
       throw CalleeDecisionsError(Path + ": line " + std::to_string(Line) + " (byte " +
-                                 std::to_string(At) +
-                                 ") is not \"<0|1> <callee name>\"");
+                                 std::to_string(At) + ") is not \"<0|1> <callee name>\"");
     Decisions[Text.substr(2)] = Text[0] == '1';
   }
   return Decisions;

@@ -11,6 +11,5 @@ from .tasks import Rollout, RolloutTask, run_rollout
 from .trace import trace_corpus
 from .trace_cache import module_key
 
-__all__ = ["HeuristicAnswers", "Rollout", "RolloutTask", "TraceDataset", "build_linked_shares", "build_package_call_sites",
-           "failures_of",
-           "module_key", "run_rollout", "run_rollouts", "trace_corpus"]
+__all__ = ["HeuristicAnswers", "Rollout", "RolloutTask", "TraceDataset", "build_linked_shares",
+           "build_package_call_sites", "failures_of", "module_key", "run_rollout", "run_rollouts", "trace_corpus"]

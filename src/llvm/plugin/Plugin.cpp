@@ -316,8 +316,8 @@ mlopt::DecisionTrace *replay(LLVMContext &Ctx, const Module &M) {
   static std::map<std::string, std::unique_ptr<mlopt::DecisionTrace>> Traces;
   if (ReplayPath.empty() && CalleeDecisionsPath.empty())
     return nullptr;
-  std::string Path =
-      ReplayPath.empty() ? std::string()
+  std::string Path = ReplayPath.empty()
+                         ? std::string()
                          : mlopt::expandTrainingLogPath(ReplayPath, M.getSourceFileName(),
                                                         M.getModuleIdentifier());
   auto [It, Inserted] = Traces.try_emplace(Path.empty() ? M.getModuleIdentifier() : Path);
