@@ -216,3 +216,33 @@ def test_cli_writes_the_table_and_checks_callee_decision_files(package, tmp_path
     assert "line 2 is not" in capsys.readouterr().err
     assert main(["clang-flags", "--callee-decisions", rule_file]) == 0
     assert "-mlopt-inline-callee-decisions=" in capsys.readouterr().out
+
+
+@pytest.mark.llvm
+def test_cli_trains_es_with_the_rule_building_the_table_once(mini_corpus, tmp_path, capsys, monkeypatch):
+    """mlopt train es --package-call-sites: a new FILE is built over the corpora (the table
+    build_package_call_sites makes) and one iteration runs; an existing one is read, not rewritten; one that
+    lacks a corpus package is refused, naming it."""
+    from mlopt.cli import main
+    from mlopt.corpus import corpus_entries
+    from mlopt.problems.inlining_linked import LINKED_SHARES_ENV
+    from mlopt.rollouts import build_package_call_sites
+    from tests.test_linked_share import _linked_prior
+
+    monkeypatch.setenv("MLOPT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(LINKED_SHARES_ENV, raising=False)
+    monkeypatch.delenv(PACKAGE_CALL_SITES_ENV, raising=False)
+    _linked_prior(mini_corpus, tmp_path)
+    es = ["train", "es", str(mini_corpus), "--init", str(tmp_path / "prior.npz"), "--problem", "inlining-linked",
+          "--iterations", "1", "--perturbations", "1", "--modules", "2", "--workers", "1", "--quiet", "--no-compile",
+          "--linked-shares", str(tmp_path / "shares.npz")]
+    table = tmp_path / "sites.npz"
+    assert main([*es, "-o", str(tmp_path / "es1"), "--package-call-sites", str(table)]) == 0
+    assert PackageCallSites.load(table) == build_package_call_sites(corpus_entries(mini_corpus), workers=1)
+    stamp = table.stat().st_mtime_ns
+    assert main([*es, "-o", str(tmp_path / "es2"), "--package-call-sites", str(table)]) == 0
+    assert table.stat().st_mtime_ns == stamp
+    capsys.readouterr()
+    PackageCallSites({"other": {}}).save(tmp_path / "other.npz")
+    assert main([*es, "-o", str(tmp_path / "es3"), "--package-call-sites", str(tmp_path / "other.npz")]) == 2
+    assert "no package" in capsys.readouterr().err
