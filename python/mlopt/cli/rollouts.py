@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import OutputExistsError
 from ._common import (
+    UsageError,
     add_command,
     add_exclude_option,
     add_ir2vec_option,
@@ -71,6 +72,9 @@ def cmd_eval(args) -> int:
     out = Path(args.output)
     if (out / "modules.csv").exists() and not args.force:
         raise OutputExistsError(str(out / "modules.csv"))
+    if args.package_call_sites and args.verify_with_clang:
+        raise UsageError("--verify-with-clang compiles each module alone with stock clang, without the package's "
+                         "callee decisions: give it or --package-call-sites, not both")
     out.mkdir(parents=True, exist_ok=True)
     if args.package_call_sites and not Path(args.package_call_sites).exists():  # the corpus's own pre-pass
         from ..corpus import corpus_entries
@@ -81,6 +85,8 @@ def cmd_eval(args) -> int:
     ev = evaluate(policy, args.corpus, workers=args.workers, ray=args.ray, timeout=args.timeout, quiet=args.quiet,
                   linked=args.linked)
     summary = {"llvm": default_llvm(), **ev.summary()}
+    if args.package_call_sites:
+        summary["package_call_sites"] = os.path.abspath(args.package_call_sites)  # the rule was in every compile
     write_csv(ev.rows, out / "modules.csv")
     files = {"modules_csv": str(out / "modules.csv")}
     if args.call_sites:
