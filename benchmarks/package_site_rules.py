@@ -14,7 +14,7 @@ percent (negative = smaller) and its largest package growth. Run it on a
 validation split; the rule was chosen there.
 
     python3 benchmarks/package_site_rules.py splits149/validation --table sites.npz \\
-        --linked-shares shares/linked-shares.npz --policy -Oz --policy start-s0=models/start-s0 \\
+        --linked-shares shares/linked-shares.npz --policy=-Oz --policy start-s0=models/start-s0 \\
         --rule inline:1:1:1000 --rule inline:1:1:100 --rule inline:1:2:1000000 --rule decline:10:1000000
 """
 
