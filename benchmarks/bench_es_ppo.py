@@ -257,6 +257,9 @@ def main() -> None:
     ap.add_argument("--extend", action="store_true",
                     help="continue DIR's runs from their checkpoints up to --budget seconds in all")
     args = ap.parse_args()
+    if args.package_call_sites and "ppo" in args.trainers.split(","):
+        ap.error("--package-call-sites: PPO learns from the logged decisions, and the rule's forced ones would "
+                 "count as the policy's own")
     if args.es_hold_flip_share and args.es_flip_share is None:
         ap.error("--es-hold-flip-share holds --es-flip-share's share: give it")
     args.out.mkdir(parents=True, exist_ok=True)

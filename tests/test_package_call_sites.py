@@ -246,3 +246,12 @@ def test_cli_trains_es_with_the_rule_building_the_table_once(mini_corpus, tmp_pa
     PackageCallSites({"other": {}}).save(tmp_path / "other.npz")
     assert main([*es, "-o", str(tmp_path / "es3"), "--package-call-sites", str(tmp_path / "other.npz")]) == 2
     assert "no package" in capsys.readouterr().err
+
+
+def test_ppo_refuses_the_rule(tmp_path, capsys):
+    """PPO learns from logged decisions: the rule's forced ones would pass for the policy's, so it is refused."""
+    from mlopt.cli import main
+
+    assert main(["train", "ppo", str(tmp_path), "--init", str(tmp_path / "p.npz"), "-o", str(tmp_path / "o"),
+                 "--package-call-sites", str(tmp_path / "s.npz")]) == 2
+    assert "PPO learns from the logged decisions" in capsys.readouterr().err

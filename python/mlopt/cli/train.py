@@ -90,6 +90,9 @@ def _rollout_trainer(args, kind: str, cfg, make_trainer, describe, prepare=None)
     from ..workers import Progress, make_pool
     from ._common import UsageError
 
+    if kind == "ppo" and getattr(args, "package_call_sites", None):
+        raise UsageError("--package-call-sites: PPO learns from the logged decisions, and the rule's forced ones "
+                         "would count as the policy's own; use it with es, search or flip-gradient")
     init, policy = _load_init(args)
     problem = policy.problem
     _check_objective_inputs(problem, args)
