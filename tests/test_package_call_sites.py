@@ -216,6 +216,12 @@ def test_cli_writes_the_table_and_checks_callee_decision_files(package, tmp_path
     assert "line 2 is not" in capsys.readouterr().err
     assert main(["clang-flags", "--callee-decisions", rule_file]) == 0
     assert "-mlopt-inline-callee-decisions=" in capsys.readouterr().out
+    policy = _oz_policy(package, tmp_path / "oz.tflite")  # decides as -Oz: the rule is the only change
+    assert main(["eval", policy, str(tmp_path / "c"), "-o", str(tmp_path / "ev"), "--package-call-sites",
+                 str(tmp_path / "s.npz"), "--no-plots", "--workers", "1", "--quiet", "--json"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["package_call_sites"] == str(tmp_path / "s.npz")
+    assert ev["total"]["policy_text"] < ev["total"]["heuristic_text"]  # a.o's one-call callee inlined, b.o as -Oz
 
 
 @pytest.mark.llvm

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from ..errors import OutputExistsError
 from ._common import (
-    UsageError,
     add_command,
     add_exclude_option,
     add_ir2vec_option,
@@ -72,9 +71,6 @@ def cmd_eval(args) -> int:
     out = Path(args.output)
     if (out / "modules.csv").exists() and not args.force:
         raise OutputExistsError(str(out / "modules.csv"))
-    if args.package_call_sites and args.verify_with_clang:
-        raise UsageError("--verify-with-clang compiles each module alone with stock clang, without the package's "
-                         "callee decisions: give it or --package-call-sites, not both")
     out.mkdir(parents=True, exist_ok=True)
     if args.package_call_sites and not Path(args.package_call_sites).exists():  # the corpus's own pre-pass
         from ..corpus import corpus_entries
@@ -102,7 +98,8 @@ def cmd_eval(args) -> int:
         from ..corpus import corpus_entries
 
         summary["verify_with_clang"] = verify_with_clang(ev.rows, corpus_entries(args.corpus),
-                                                         os.fspath(Path(policy).resolve()), threads=args.workers)
+                                                         os.fspath(Path(policy).resolve()), threads=args.workers,
+                                                         package_call_sites=args.package_call_sites)
     summary["files"] = files
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if args.json:
