@@ -191,8 +191,10 @@ def test_stock_clang_with_the_plugin_follows_the_packages_callee_decision_file(p
 
 
 @pytest.mark.llvm
-def test_cli_writes_the_table_and_checks_callee_decision_files(package, tmp_path, capsys):
+def test_cli_writes_the_table_and_checks_callee_decision_files(package, tmp_path, capsys, monkeypatch):
     from mlopt.cli import main
+
+    monkeypatch.setenv(PACKAGE_CALL_SITES_ENV, "")  # the CLI sets it for its workers; undone after the test
     from mlopt.corpus import CorpusEntry  # noqa: F401  (the corpus below is the package's bitcode)
 
     corpus = tmp_path / "corpus"
@@ -236,8 +238,8 @@ def test_cli_trains_es_with_the_rule_building_the_table_once(mini_corpus, tmp_pa
     from tests.test_linked_share import _linked_prior
 
     monkeypatch.setenv("MLOPT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(LINKED_SHARES_ENV, raising=False)
-    monkeypatch.delenv(PACKAGE_CALL_SITES_ENV, raising=False)
+    monkeypatch.setenv(LINKED_SHARES_ENV, "")  # the CLI sets both for its workers; undone after the test
+    monkeypatch.setenv(PACKAGE_CALL_SITES_ENV, "")
     _linked_prior(mini_corpus, tmp_path)
     es = ["train", "es", str(mini_corpus), "--init", str(tmp_path / "prior.npz"), "--problem", "inlining-linked",
           "--iterations", "1", "--perturbations", "1", "--modules", "2", "--workers", "1", "--quiet", "--no-compile",
@@ -254,9 +256,11 @@ def test_cli_trains_es_with_the_rule_building_the_table_once(mini_corpus, tmp_pa
     assert "no package" in capsys.readouterr().err
 
 
-def test_ppo_refuses_the_rule(tmp_path, capsys):
+def test_ppo_refuses_the_rule(tmp_path, capsys, monkeypatch):
     """PPO learns from logged decisions: the rule's forced ones would pass for the policy's, so it is refused."""
     from mlopt.cli import main
+
+    monkeypatch.setenv(PACKAGE_CALL_SITES_ENV, "")  # the CLI sets it before the command runs; undone after the test
 
     assert main(["train", "ppo", str(tmp_path), "--init", str(tmp_path / "p.npz"), "-o", str(tmp_path / "o"),
                  "--package-call-sites", str(tmp_path / "s.npz")]) == 2
