@@ -19,17 +19,12 @@ from .._native import default_llvm
 from ..compiler.plugin import plugin_path
 from ..corpus import CorpusEntry, split_command_file
 from ..corpus.elf import read_sections
+from ..corpus.split import package_of
 
 # Arguments of an embedded command line that must not be repeated: the
 # embedding itself, and inputs/outputs clang stripped or that we give.
 _DROP = {"-fembed-bitcode=all", "-fembed-bitcode", "-fembed-bitcode=bitcode", "-fembed-bitcode=marker"}
 _DROP_WITH_VALUE = {"-o", "-x", "-main-file-name", "-dependency-file", "-MT", "-MF"}
-
-
-def _package(module: str) -> str:
-    from ..corpus.split import package_of
-
-    return package_of(module)
 
 
 def text_size(obj: str | os.PathLike) -> int:
@@ -89,13 +84,13 @@ def clang_text_sizes(entries: list[CorpusEntry], policy: str | None, *, threads:
             from ..problems.inlining_linked.call_sites import PackageCallSites
 
             table = PackageCallSites.load(package_call_sites)
-            for package in sorted({_package(e.name) for e in entries}):
+            for package in sorted({package_of(e.name) for e in entries}):
                 rules[package] = str(Path(tmp) / f"rule-{len(rules)}.txt")
                 table.write_callee_decisions(package, rules[package])
 
         def one(i: int) -> int | str:
             out = Path(tmp) / f"{i}.o"
-            rule = rules.get(_package(entries[i].name)) if rules else None
+            rule = rules.get(package_of(entries[i].name)) if rules else None
             r = subprocess.run(clang_command(entries[i], out, policy, clang, rule), capture_output=True, text=True)
             if r.returncode != 0:
                 return (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[0]
