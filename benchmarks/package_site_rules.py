@@ -8,8 +8,15 @@ heuristic declines at all of its package's sites when it has LO..HI sites
 in the package and ``cost_estimate - threshold`` at most CAP at every one;
 ``inline1:LO:HI:CAP`` the same, all sites in one module; ``decline:LO:CAP``
 declines each ``linkonce_odr`` callee the heuristic inlines at LO or more
-sites in two or more modules, margins at most CAP. The one-site-linkonce
-rule is ``inline:1:1:1000``. Figures: the split's linked share vs -Oz in
+sites in two or more modules, margins at most CAP (``declinenear:LO:FLOOR``:
+each it inlines at all of its LO or more sites, the largest margin at least
+FLOOR, i.e. a copy close to the threshold); ``budget:B:CAP`` inlines
+each declined ``linkonce_odr`` callee with n sites whose largest margin m
+is at most CAP and (n - 1) * m at most B (``budget1``: its sites in one
+module): a callee's body is deleted when all n of its calls are inlined,
+and each of the n - 1 further copies costs about its margin. ``A+B`` applies
+both (A's decision wins where they meet). The one-site-linkonce rule is
+``inline:1:1:1000``. Figures: the split's linked share vs -Oz in
 percent (negative = smaller) and its largest package growth. Run it on a
 validation split; the rule was chosen there.
 
@@ -37,7 +44,14 @@ from mlopt.workers import make_pool  # noqa: E402
 
 
 def rule_decisions(table: PackageCallSites, rule: str) -> dict[str, dict[str, int]]:
-    """module -> {callee: decision} of ``rule`` (module docstring) over the table's packages."""
+    """module -> {callee: decision} of ``rule`` (module docstring; ``A+B``: both, A's decisions first) over the
+    table's packages."""
+    if "+" in rule:
+        out: dict[str, dict[str, int]] = defaultdict(dict)
+        for part in reversed(rule.split("+")):
+            for key, decisions in rule_decisions(table, part).items():
+                out[key].update(decisions)
+        return out
     kind, *numbers = rule.split(":")
     values = [int(v) for v in numbers]
     out: dict[str, dict[str, int]] = defaultdict(dict)
@@ -50,13 +64,23 @@ def rule_decisions(table: PackageCallSites, rule: str) -> dict[str, dict[str, in
                         out[module][callee] = 1
                     else:  # sites in several modules: every module of the package that calls it
                         out[f"{package}/*"][callee] = 1
+            elif kind in ("budget", "budget1") and len(values) == 2:
+                budget, cap = values
+                if inlined == 0 and margin <= cap and (sites - 1) * max(margin, 0) <= budget and \
+                        (module or kind == "budget"):
+                    out[module or f"{package}/*"][callee] = 1
+            elif kind == "declinenear" and len(values) == 2:
+                lo, floor = values
+                if inlined == sites >= lo and margin >= floor:
+                    out[module or f"{package}/*"][callee] = 0
             elif kind == "decline" and len(values) == 2:
                 lo, cap = values
                 if inlined >= lo and not module and margin <= cap:
                     out[f"{package}/*"][callee] = 0
             else:
                 raise SystemExit(f"package_site_rules: rule {rule!r}: expected inline:LO:HI:CAP, "
-                                 "inline1:LO:HI:CAP or decline:LO:CAP")
+                                 "inline1:LO:HI:CAP, budget:B:CAP, budget1:B:CAP, decline:LO:CAP or "
+                                 "declinenear:LO:FLOOR")
     return out
 
 

@@ -59,6 +59,23 @@ def test_the_table_round_trips_and_bad_files_are_typed_errors(tmp_path):
         PackageCallSites.load(tmp_path / "missing.npz")
 
 
+def test_a_worker_reads_the_table_once_per_file_version_and_none_when_unset(tmp_path, monkeypatch):
+    from mlopt.rollouts import tasks
+
+    monkeypatch.delenv(PACKAGE_CALL_SITES_ENV, raising=False)
+    assert tasks._package_call_sites() is None
+    path = tmp_path / "sites.npz"
+    _table({"p/a.o": [("one", 2, 0, 40)]}).save(path)
+    monkeypatch.setenv(PACKAGE_CALL_SITES_ENV, str(path))
+    first = tasks._package_call_sites()
+    assert first.decisions("p/a.o") == {"one": 1} and tasks._package_call_sites() is first  # read once
+    _table({"p/a.o": [("one", 2, 0, 40), ("two", 2, 0, 5)]}).save(path)  # a new version of the file
+    assert tasks._package_call_sites().decisions("p/a.o") == {"one": 1, "two": 1}
+    monkeypatch.setenv(PACKAGE_CALL_SITES_ENV, str(tmp_path / "gone.npz"))
+    with pytest.raises(TraceError, match="gone.npz"):
+        tasks._package_call_sites()
+
+
 def _ir(calls: dict[str, int]) -> str:
     out = [f'target triple = "{TRIPLE}"']
     for f in calls:

@@ -220,42 +220,39 @@ def _size_rollout(task: RolloutTask, grouped: bool = False) -> Rollout:
                    grouped_code=r.grouped_code)
 
 
-_SHARES: dict = {}  # this worker's LinkedShares, per (path, mtime, size)
-_CALL_SITES: dict = {}  # this worker's PackageCallSites, per (path, mtime, size)
+_TABLES: dict = {}  # this worker's tables read from an environment variable: name -> ((path, mtime, size), table)
 
 
-def _package_call_sites():
-    """The table of $MLOPT_PACKAGE_CALL_SITES (the one-site-linkonce rule), loaded once per worker and file
-    version; None when it is unset."""
-    from ..problems.inlining_linked.call_sites import PACKAGE_CALL_SITES_ENV, PackageCallSites
-
-    path = os.environ.get(PACKAGE_CALL_SITES_ENV, "")
+def _table_from_env(env: str, load, unset):
+    """The table the file named by ``$env`` holds, read by ``load(path)`` once per worker and file version
+    (a changed file is read again); ``unset()`` when the variable is empty. A missing or bad file raises
+    through ``load``, which names it."""
+    path = os.environ.get(env, "")
     if not path:
-        return None
+        return unset()
     try:
         st = os.stat(path)
     except OSError:
-        return PackageCallSites.load(path)  # raises TraceError naming the file
+        return load(path)
     key = (path, st.st_mtime_ns, st.st_size)
-    if key not in _CALL_SITES:
-        _CALL_SITES.clear()
-        _CALL_SITES[key] = PackageCallSites.load(path)
-    return _CALL_SITES[key]
+    cached = _TABLES.get(env)
+    if cached is None or cached[0] != key:
+        _TABLES[env] = cached = (key, load(path))
+    return cached[1]
+
+
+def _package_call_sites():
+    """The table of $MLOPT_PACKAGE_CALL_SITES (the one-site-linkonce rule); None when it is unset."""
+    from ..problems.inlining_linked.call_sites import PACKAGE_CALL_SITES_ENV, PackageCallSites
+
+    return _table_from_env(PACKAGE_CALL_SITES_ENV, PackageCallSites.load, lambda: None)
 
 
 def _linked_shares():
-    """The table of $MLOPT_LINKED_SHARES, loaded once per worker (and file version)."""
+    """The table of $MLOPT_LINKED_SHARES; unset raises, naming --linked-shares."""
     from ..problems.inlining_linked.shares import LINKED_SHARES_ENV, LinkedShares, load_from_env
 
-    path = os.environ.get(LINKED_SHARES_ENV, "")
-    if not path:
-        return load_from_env()  # raises, naming --linked-shares
-    st = os.stat(path)
-    key = (path, st.st_mtime_ns, st.st_size)
-    if key not in _SHARES:
-        _SHARES.clear()
-        _SHARES[key] = LinkedShares.load(path)
-    return _SHARES[key]
+    return _table_from_env(LINKED_SHARES_ENV, LinkedShares.load, load_from_env)
 
 
 def _linked_rollout(task: RolloutTask) -> Rollout:
