@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 import mlopt
@@ -138,6 +139,42 @@ def test_rollouts_apply_the_rule_to_a_policy_and_never_to_the_heuristic(package,
     assert run_rollout(RolloutTask(a, None, cache=False)).text_size == heuristic.text_size  # the baseline
     assert run_rollout(RolloutTask(package[1], policy, cache=False)).text_size == \
         run_rollout(RolloutTask(package[1], None, cache=False)).text_size  # nothing of b qualifies
+
+
+@pytest.mark.llvm
+def test_trajectory_replay_answers_compiles_with_decisions_forced_by_callee_exactly(mini_corpus, tmp_path):
+    """A compile with forced callees (the rule's) is replayed from an earlier trajectory when the policy, with
+    those callees' sites overridden, reproduces it -- and gives what an uncached compile gives, for the
+    heuristic, a policy deciding as -Oz and a random one, whatever was kept before."""
+    from mlopt.compiler import TextSizeCache
+    from mlopt.corpus import corpus_entries
+
+    entries = corpus_entries(mini_corpus)
+    oz = mlopt.load_policy(_oz_policy(entries, tmp_path / "oz.tflite"))
+    vocab = mlopt.Vocab.from_logs([mlopt.compile(e.load()).log for e in entries], num_buckets=8)
+    rnd_path = tmp_path / "random.tflite"
+    rnd_path.write_bytes(mlopt.InlinePolicy.random(vocab, hidden=(4,), seed=3).to_tflite())
+    rnd = mlopt.load_policy(str(rnd_path))
+    cache = TextSizeCache(llvm=entries[0].load().llvm)
+    checked, modules = 0, 0
+    for e in entries:
+        module = e.load()
+        sites = mlopt.compile(module, call_sites=True)
+        callees = sorted({c for _, c in sites.call_sites})
+        if not callees or modules == 3:
+            continue
+        modules += 1
+        declined = sorted({c for (_, c), d in zip(sites.call_sites, sites.decisions) if not d})
+        inlined = sorted({c for (_, c), d in zip(sites.call_sites, sites.decisions) if d})
+        sets = [{}, {c: 1 for c in declined[:2]}, {c: 0 for c in inlined[:2]}, {callees[0]: 1}, {callees[0]: 0}]
+        for policy in (None, oz, rnd):
+            wanted = [mlopt.compile(module, policy, forced_callees=forced) for forced in sets]
+            for forced, want in zip(sets * 2, wanted * 2):  # the second round can be answered by replay
+                got = mlopt.compile(module, policy, forced_callees=forced, cache=cache)
+                assert (got.text_size, got.log_bytes) == (want.text_size, want.log_bytes), (e.name, forced)
+                assert np.array_equal(got.decisions, want.decisions)
+                checked += 1
+    assert checked == 90 and cache.replay.replays >= checked // 2  # every second round at least
 
 
 @pytest.mark.llvm

@@ -482,16 +482,17 @@ def compile(module: Module | PathLike | bytes, policy: PolicyLike = None, pipeli
     module = _as_module(module, llvm)
     forced = _forced(forced_decisions)
     by_callee = {name: int(d) for name, d in (forced_callees or {}).items()}  # the engine checks them
-    replay = getattr(cache, "replay", None) if codegen and not keep_object and not by_callee else None
+    replay = getattr(cache, "replay", None) if codegen and not keep_object else None
     if replay is None or not replay.replayable(policy):
         return _compile(module, pool, callback, pipeline, log, codegen, keep_object, call_sites, cache, forced,
                         vocab, features, by_callee, linkage, grouped_code)
     key = _replay_key(module, pipeline, vocab, linkage, grouped_code)
-    hit = replay.lookup(key, policy, forced, call_sites)
+    hit = replay.lookup(key, policy, forced, call_sites, by_callee)
     if hit is not None:
         return replayed(hit, log, call_sites)
-    r = _compile(module, pool, callback, pipeline, True, codegen, keep_object, call_sites, cache, forced, vocab,
-                 features, linkage=linkage, grouped=grouped_code)
+    # decisions forced by callee are checked against the sites' callees: such a compile keeps its call sites
+    r = _compile(module, pool, callback, pipeline, True, codegen, keep_object, call_sites or bool(by_callee), cache,
+                 forced, vocab, features, by_callee, linkage=linkage, grouped=grouped_code)
     replay.add(key, r)
     return replayed(r, log, call_sites, hit=False)
 

@@ -17,10 +17,13 @@ directories, ``.so``) and to LLVM's heuristic, whose answer at every step
 is the log's ``inlining_default`` column. numpy policies and callables are
 always compiled (a batched numpy forward pass need not give a one-row
 call's bits). Forced decisions (local search) must match the trajectory's
-first decisions; the policy must reproduce the rest.
+first decisions; the policy must reproduce the rest. Decisions forced by
+callee name (``forced_callees``) take the place of the policy's answer at
+every later site whose callee they name, as in the compiler: they are
+checked against trajectories that kept their call sites.
 
     replay = TrajectoryReplay()
-    hit = replay.lookup(key, policy, forced, call_sites)   # CompileResult or None
+    hit = replay.lookup(key, policy, forced, call_sites, forced_callees)   # CompileResult or None
     replay.add(key, result)                                 # after a real compile
 """
 
@@ -72,17 +75,19 @@ class TrajectoryReplay:
         heuristic) and loaded policies."""
         return policy is None or isinstance(policy, LoadedPolicy)
 
-    def lookup(self, key: tuple, policy, forced: str, call_sites: bool):
+    def lookup(self, key: tuple, policy, forced: str, call_sites: bool, forced_callees: dict[str, int] | None = None):
         """The stored result this compile would give, or None. ``policy``:
-        None or a :class:`LoadedPolicy`; ``forced``: '0'/'1' prefix."""
+        None or a :class:`LoadedPolicy`; ``forced``: '0'/'1' prefix;
+        ``forced_callees``: callee name -> 0/1 after the prefix."""
         with self._lock:
             entries = list(self._store.get(key, ()))
         for result in entries:
-            if call_sites and result.call_sites is None:
+            if (call_sites or forced_callees) and result.call_sites is None:
                 continue
             with self._lock:
                 self.checks += 1
-            if _reproduces(result, policy, forced, lambda r, twin, key=key: self._twin_inputs(key, r, twin)):
+            if _reproduces(result, policy, forced, lambda r, twin, key=key: self._twin_inputs(key, r, twin),
+                           forced_callees):
                 with self._lock:
                     self.replays += 1
                     if key in self._store:
@@ -151,7 +156,21 @@ def _nbytes(result) -> int:
     return len(result.log_bytes) + (result.log.nbytes if result.log is not None else 0) + 256
 
 
-def _reproduces(result, policy, forced: str, twin_inputs=None) -> bool:
+def _by_callee(result, f: int, forced_callees) -> tuple[np.ndarray, np.ndarray] | None:
+    """(steps from ``f`` on whose callee ``forced_callees`` names, their forced decisions), or None if none."""
+    if not forced_callees:
+        return None
+    if len(result.call_sites) != len(result.decisions):
+        raise ValueError(f"{result.module}: {len(result.call_sites)} call sites for {len(result.decisions)} "
+                         f"decisions")
+    steps = [(k, forced_callees[callee]) for k, (_, callee) in enumerate(result.call_sites[f:])
+             if callee in forced_callees]
+    if not steps:
+        return None
+    return np.array([k for k, _ in steps], np.int64), np.array([d for _, d in steps], np.int64)
+
+
+def _reproduces(result, policy, forced: str, twin_inputs=None, forced_callees=None) -> bool:
     decisions = result.decisions
     n, f = len(decisions), len(forced)
     if f > n:  # forced decisions beyond the trajectory's end: not this trajectory
@@ -160,8 +179,15 @@ def _reproduces(result, policy, forced: str, twin_inputs=None) -> bool:
         return False
     if f == n:
         return True
+    by_callee = _by_callee(result, f, forced_callees)
+    if by_callee is not None and not np.array_equal(decisions[f:][by_callee[0]], by_callee[1]):
+        return False
     if policy is None:  # LLVM's heuristic: its answer at every step is in the log
-        return bool(np.array_equal(decisions[f:], result.default_decisions[f:]))
+        expected = result.default_decisions[f:]
+        if by_callee is not None:
+            expected = expected.copy()
+            expected[by_callee[0]] = by_callee[1]
+        return bool(np.array_equal(decisions[f:], expected))
     try:
         batch = {s.name: result.log[s.name][f:] for s in policy.problem.features}
     except KeyError:  # the compile did not log a feature this policy takes
@@ -169,6 +195,9 @@ def _reproduces(result, policy, forced: str, twin_inputs=None) -> bool:
     twin = getattr(policy, "twin", None)
     x = twin_inputs(result, twin) if twin is not None and twin_inputs is not None else None
     decided = policy.decide(batch) if x is None else policy.decide(batch, inputs=x[f:])
+    if by_callee is not None:
+        decided = np.array(decided, copy=True)
+        decided[by_callee[0]] = by_callee[1]
     return bool(np.array_equal(decided, decisions[f:]))
 
 
