@@ -166,7 +166,7 @@ def test_trajectory_replay_answers_compiles_with_decisions_forced_by_callee_exac
         modules += 1
         declined = sorted({c for (_, c), d in zip(sites.call_sites, sites.decisions) if not d})
         inlined = sorted({c for (_, c), d in zip(sites.call_sites, sites.decisions) if d})
-        sets = [{}, {c: 1 for c in declined[:2]}, {c: 0 for c in inlined[:2]}, {callees[0]: 1}, {callees[0]: 0}]
+        sets = [{}, dict.fromkeys(declined[:2], 1), dict.fromkeys(inlined[:2], 0), {callees[0]: 1}, {callees[0]: 0}]
         for policy in (None, oz, rnd):
             wanted = [mlopt.compile(module, policy, forced_callees=forced) for forced in sets]
             for forced, want in zip(sets * 2, wanted * 2):  # the second round can be answered by replay
