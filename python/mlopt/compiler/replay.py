@@ -153,7 +153,10 @@ class TrajectoryReplay:
 
 
 def _nbytes(result) -> int:
-    return len(result.log_bytes) + (result.log.nbytes if result.log is not None else 0) + 256
+    """What keeping ``result`` costs: its log's bytes, parsed and raw, and its call sites' names (with the
+    Python objects that hold them, about 160 bytes a site)."""
+    sites = sum(len(caller) + len(callee) + 160 for caller, callee in result.call_sites or ())
+    return len(result.log_bytes) + (result.log.nbytes if result.log is not None else 0) + sites + 256
 
 
 def _by_callee(result, f: int, forced_callees) -> tuple[np.ndarray, np.ndarray] | None:
