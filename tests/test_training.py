@@ -365,6 +365,19 @@ def test_demo_reduced_mode_outputs_are_consistent(tmp_path, capsys):
     assert policy.problem == inlining.PROBLEM
     assert {p.rsplit("/", 1)[1] for p in result["files"]["plots"]} >= {"delta_distribution.png",
                                                                        "training_curve.png"}
+    # the one-site-linkonce rule: counted over every package, a decisions file per package for stock clang;
+    # lz4 is C (no linkonce_odr callee), so its compiles with the rule are the policy's alone, byte for byte
+    from mlopt.problems.inlining_linked.call_sites import PackageCallSites
+
+    rule = result["package_rule"]
+    table = PackageCallSites.load(rule["table"])
+    assert sorted(table.packages) == ["lz4", "marisa-trie", "ujson"]
+    for package, n in rule["callees"].items():
+        lines = (tmp_path / "d" / "rules" / f"{package}.txt").read_text().splitlines()
+        assert len(lines) == n + 1 and n == len(table.package_decisions(package))
+    assert rule["callees"]["marisa-trie"] > 0 and rule["callees"]["lz4"] == 0
+    assert result["test_policy_alone"]["all"] == total
+    assert result["test_linked"]["heuristic_text"] == total["heuristic_text"]  # C: no COMDAT code to share
     assert main(["demo", "--small", "-o", str(tmp_path / "d")]) == 1  # never over an earlier demo silently
 
 

@@ -6,7 +6,15 @@ the BC policy (the best policy chosen on the validation split), export and
 compile it, and evaluate it on the test split -- packages no step has
 seen -- through stock clang with the plugin, C and C++ separately and
 together. Every report names the LLVM major that produced it; every delta
-is "% vs -Oz, negative = smaller"."""
+is "% vs -Oz, negative = smaller".
+
+Each package's call sites are counted first (one ``-Oz`` compile per
+module, ``mlopt corpus call-sites``): the one-site-linkonce rule (inline a
+``linkonce_odr`` callee ``-Oz`` declines at the only call its package has
+of it) is in every policy compile of ES and of the evaluation, and its
+per-package decisions file goes to stock clang beside the policy. The test
+split is also scored without the rule and package-linked, so the report
+says what the network does and what the rule does."""
 
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,9 +30,9 @@ from .._native import default_llvm
 from ..corpus import PACKAGES, corpus_entries, fetch_corpus, split_corpus
 from ..errors import OutputExistsError
 from ..evaluation import evaluate, plot_evaluation, plot_training_curve, summarize, verify_with_clang, write_csv
-from ..policy import MLPPolicy
-from ..problems import inlining
-from ..rollouts import trace_corpus
+from ..problems import inlining, load_weights
+from ..problems.inlining_linked.call_sites import PACKAGE_CALL_SITES_ENV
+from ..rollouts import build_package_call_sites, trace_corpus
 from ..workers import make_pool
 from .bc import train_bc
 from .es import ESConfig, ESTrainer
@@ -88,6 +97,20 @@ def language_totals(rows: list) -> dict:
     return {name: summarize(r)["total"] for name, r in groups.items() if r}
 
 
+@contextmanager
+def _environment(name: str, value: str):
+    """``$name`` set to ``value`` for the block (worker processes started in it inherit it), then as before."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
              say: Callable[[str], None] = print, quiet: bool = False) -> dict:
     out = Path(out)
@@ -108,7 +131,18 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
     say("         " + "; ".join(f"{side}: {len(e)} modules ({', '.join(packages[side])})"
                                 for side, e in zip(SIDES, (train, validation, test))))
 
-    with make_pool(config.workers) as pool:
+    # the rule's table: workers read it when a policy compiles, so it is named before they start
+    sites = out / "package-call-sites.npz"
+    with _environment(PACKAGE_CALL_SITES_ENV, str(sites.resolve())), make_pool(config.workers) as pool:
+        stage("package call sites: each package's -Oz calls, for the one-site-linkonce rule")
+        table = build_package_call_sites(train + validation + test, pool=pool, quiet=quiet, skip_failed=True)
+        table.save(sites)
+        rules = out / "rules"
+        rules.mkdir(exist_ok=True)
+        rule = {"table": str(sites), "rules_dir": str(rules),
+                "callees": {p: table.write_callee_decisions(p, rules / f"{p}.txt") for p in table.packages}}
+        say("         the rule inlines " + ", ".join(f"{n} callees in {p}" for p, n in rule["callees"].items()))
+
         stage(f"trace: the heuristic's decisions and sizes (LLVM {llvm})")
         ds = trace_corpus(out / "splits" / "train", pool=pool, quiet=quiet)
         ds.save(out / "trace.npz", force=True)
@@ -126,7 +160,8 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
                 f"held-out training modules ({', '.join(bc.heldout_units)})")
         say(f"         agreement with the heuristic: {100 * bc.train_agreement:.2f}% on {bc.train_rows} rows, {held}")
 
-        stage(f"evolution strategies: {config.iterations} iterations x {config.perturbations} antithetic pairs")
+        stage(f"evolution strategies: {config.iterations} iterations x {config.perturbations} antithetic pairs, "
+              "the rule in every rollout")
         es_dir = out / "es"
         open_run(es_dir, force=True)
         es_cfg = ESConfig(iterations=config.iterations, perturbations=config.perturbations, sigma=config.sigma,
@@ -143,13 +178,16 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
         trainer.run(on_iteration=progress)
         start_val = trainer.start_validation
         best = es_dir / "best" / "policy.npz"
-        chosen = MLPPolicy.load(best, problem=inlining.PROBLEM) if best.exists() else trainer.current_policy()
+        chosen = load_weights(best, inlining.PROBLEM) if best.exists() else trainer.current_policy()
         stage("export and compile the policy")
         files = RunDir(es_dir).save_policy(chosen)
 
-        stage(f"evaluation on the test split (in process, then stock clang-{llvm} + the plugin)")
-        ev = evaluate(files["policy_so"], out / "splits" / "test", pool=pool, quiet=quiet)
-    verified = verify_with_clang(ev.rows, test, files["policy_so"], threads=config.workers)
+        stage(f"evaluation on the test split with the rule (in process, then stock clang-{llvm} + the plugin)")
+        ev = evaluate(files["policy_so"], out / "splits" / "test", pool=pool, quiet=quiet, linked=True)
+    verified = verify_with_clang(ev.rows, test, files["policy_so"], threads=config.workers,
+                                 package_call_sites=str(sites))
+    stage("the policy alone on the test split (no rule)")
+    alone = evaluate(files["policy_so"], out / "splits" / "test", workers=config.workers, quiet=quiet)
     summary = language_totals(ev.rows)
     write_csv(ev.rows, out / "test.csv")
     plots = []
@@ -166,8 +204,10 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
               "bc": bc.report(), "es": {"iterations": trainer.iteration, "validation_start": start_val,
                                         "best_validation_delta_percent": trainer.best},
               "test": summary, "per_package": summarize(ev.rows)["packages"],
+              "test_linked": ev.linked["total"] if ev.linked else None,
+              "test_policy_alone": language_totals(alone.rows), "package_rule": rule,
               "verify_with_clang": verified,
-              "failed": ev.failed, "files": {**files, "test_csv": str(out / "test.csv"), "plots": plots},
+              "failed": ev.failed + alone.failed, "files": {**files, "test_csv": str(out / "test.csv"), "plots": plots},
               "seconds": times}
     (out / "demo.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
@@ -175,17 +215,33 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
 
 def format_result(result: dict) -> str:
     llvm = result.get("llvm", 19)
+    with_rule = " (the policy with the package rule)" if result.get("package_rule") else ""
     lines = ["", f"test split ({', '.join(result['packages']['test'])}), LLVM {llvm}: "
-                 ".text delta % vs -Oz, negative = smaller",
+                 f".text delta % vs -Oz, negative = smaller{with_rule}",
              f"{'test':<10}{'modules':>8}{'-Oz .text':>12}{'policy .text':>14}{'delta':>10}{'wins':>6}{'losses':>7}"]
     for name, t in result["test"].items():
         lines.append(f"{name:<10}{t['modules']:>8}{t['heuristic_text']:>12}{t['policy_text']:>14}"
                      f"{t['delta_percent']:>+9.2f}%{t['wins']:>6}{t['losses']:>7}")
+    if linked := result.get("test_linked"):
+        lines.append(f"{'linked':<10}{'':>8}{linked['heuristic_text']:>12}{linked['policy_text']:>14}"
+                     f"{linked['delta_percent']:>+9.2f}%   (each package's COMDAT code once, as a linker keeps it)")
+    rule = result.get("package_rule")
+    if rule:
+        alone = result["test_policy_alone"]["all"]
+        test = result["packages"]["test"]
+        lines.append(f"with the package rule: the rule inlined {sum(rule['callees'][p] for p in test)} callees "
+                     f"at their package's only call; the policy alone: {alone['delta_percent']:+.2f}%")
     v = result["verify_with_clang"]
     lines.append(f"stock clang-{llvm} + plugin: {v['modules'] - len(v['mismatches'])}/{v['modules']} modules "
                  "with the in-process .text size")
     lines.append(f"policy: {result['files'].get('policy_so')}")
     lines += [f"plot: {p}" for p in result["files"]["plots"]]
-    flags = f"$(mlopt clang-flags --llvm {llvm} --model {result['files'].get('policy_so')})"
-    lines.append(f"use it: clang-{llvm} -Oz {flags} -c a.c")
+    model = f"--model {result['files'].get('policy_so')}"
+    if rule:
+        flags = f"$(mlopt clang-flags --llvm {llvm} {model} --callee-decisions {rule['rules_dir']}/PACKAGE.txt)"
+        lines.append(f"use it: clang-{llvm} -Oz {flags} -c a.cc")
+        lines.append("  a rule file for your own package: mlopt corpus call-sites CORPUS -o sites.npz "
+                     "--callee-decisions rules/")
+    else:
+        lines.append(f"use it: clang-{llvm} -Oz $(mlopt clang-flags --llvm {llvm} {model}) -c a.c")
     return "\n".join(lines)
