@@ -117,20 +117,18 @@ def main() -> int:
             raise SystemExit(f"{len(bad)} compiles failed, first {bad[0][0]}: {bad[0][1]}")
         callees = {e.name: module_callees(_decisions(r.value)) for e, r in zip(entries, traced)}
 
-        def costs(forced: dict[str, dict[str, int]] | None) -> dict[str, float]:
-            """Each module's linked share with ``forced[module]``'s callees forced on -Oz (all of them: the
-            modules without)."""
+        def costs(forced: dict[str, dict[str, int]]) -> dict[str, float]:
+            """The linked share of each module ``forced`` names, its callees forced on -Oz."""
             tasks = [RolloutTask(e, None, problem="inlining-linked", cache=False,
-                                 forced_callees=tuple(sorted((forced or {}).get(e.name, {}).items())))
-                     for e in entries
-                     if forced is None or forced.get(e.name)]
+                                 forced_callees=tuple(sorted(forced[e.name].items())))
+                     for e in entries if e.name in forced]
             results = run_rollouts(tasks, pool=pool, quiet=True)
             bad = [(t.entry.name, r.describe()) for t, r in zip(tasks, results) if not r.ok]
             if bad:
                 raise SystemExit(f"{len(bad)} compiles failed, first {bad[0][0]}: {bad[0][1]}")
             return {t.entry.name: r.value.cost for t, r in zip(tasks, results)}
 
-        oz = costs(None)
+        oz = costs({e.name: {} for e in entries})
         for rule in args.rule:
             forced = {m: d for m, cs in callees.items() if (d := rule_decisions(cs, rule))}
             got = {**oz, **costs(forced)}

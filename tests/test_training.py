@@ -366,7 +366,7 @@ def test_demo_reduced_mode_outputs_are_consistent(tmp_path, capsys):
     assert {p.rsplit("/", 1)[1] for p in result["files"]["plots"]} >= {"delta_distribution.png",
                                                                        "training_curve.png"}
     # the one-site-linkonce rule: counted over every package, a decisions file per package for stock clang;
-    # lz4 is C (no linkonce_odr callee), so its compiles with the rule are the policy's alone, byte for byte
+    # lz4 is C (no linkonce_odr callee), so its evaluation with the rule totals as the policy's alone
     from mlopt.problems.inlining_linked.call_sites import PackageCallSites
 
     rule = result["package_rule"]

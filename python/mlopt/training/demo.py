@@ -30,7 +30,8 @@ from .._native import default_llvm
 from ..corpus import PACKAGES, corpus_entries, fetch_corpus, split_corpus
 from ..errors import OutputExistsError
 from ..evaluation import evaluate, plot_evaluation, plot_training_curve, summarize, verify_with_clang, write_csv
-from ..problems import inlining, load_weights
+from ..policy import MLPPolicy
+from ..problems import inlining
 from ..problems.inlining_linked.call_sites import PACKAGE_CALL_SITES_ENV
 from ..rollouts import build_package_call_sites, trace_corpus
 from ..workers import make_pool
@@ -178,7 +179,7 @@ def run_demo(out: str | os.PathLike, config: DemoConfig, *, force: bool = False,
         trainer.run(on_iteration=progress)
         start_val = trainer.start_validation
         best = es_dir / "best" / "policy.npz"
-        chosen = load_weights(best, inlining.PROBLEM) if best.exists() else trainer.current_policy()
+        chosen = MLPPolicy.load(best, problem=inlining.PROBLEM) if best.exists() else trainer.current_policy()
         stage("export and compile the policy")
         files = RunDir(es_dir).save_policy(chosen)
 
