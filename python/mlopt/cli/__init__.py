@@ -12,10 +12,10 @@ import argparse
 import sys
 
 from . import compile as compile_cmd
-from . import corpus, demo, doctor, log, plugin, policy, reward, rollouts, train, vocab
+from . import corpus, demo, doctor, log, plugin, policy, recipe, reward, rollouts, train, vocab
 from ._common import run
 
-GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts, train, reward, demo, doctor)
+GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, rollouts, train, reward, recipe, demo, doctor)
 
 EPILOG = """\
 examples:

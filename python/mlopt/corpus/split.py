@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import CorpusError
@@ -111,15 +111,16 @@ def _link(src: Path, dest: Path) -> None:
 
 def split_corpus(corpus: str | os.PathLike, output: str | os.PathLike, fractions: Mapping[str, float] | None = None,
                  *, by: str = "auto", seed: int = 0, assign: Mapping[str, str] | None = None,
-                 force: bool = False) -> dict[str, list[str]]:
+                 force: bool = False, exclude: Iterable[str] = ()) -> dict[str, list[str]]:
     """Writes one corpus directory per side under ``output`` (``train``,
     ``validation``, ``test`` by default); returns their module names.
     ``by``: "package" (no package on two sides), "module", or "auto"
     (package when the corpus has a manifest or every module name has a
-    package prefix)."""
+    package prefix). ``exclude``: packages left out of every side."""
     corpus = Path(corpus)
     desc = read_description(corpus)
-    modules = desc["modules"]
+    excluded = set(exclude)
+    modules = [m for m in desc["modules"] if package_of(m) not in excluded]
     by = resolve_by(by, corpus, modules)
     sides = assign_sides(modules, fractions or DEFAULT_FRACTIONS, by=by, seed=seed, assign=assign)
     empty = [s for s, names in sides.items() if not names]

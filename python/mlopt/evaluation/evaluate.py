@@ -33,20 +33,27 @@ class Evaluation:
         return s
 
 
-def evaluate(policy: str | os.PathLike, corpus: str | os.PathLike, *, workers: int | None = None,
+def evaluate(policy: str | os.PathLike | None, corpus: str | os.PathLike, *, workers: int | None = None,
              ray: str | None = None, timeout: float | None = None, pool=None, quiet: bool = False,
-             linked: bool = False) -> Evaluation:
+             linked: bool = False, rule=None) -> Evaluation:
     """Per-module ``.text`` of ``policy`` and of the heuristic on ``corpus``.
     The policy is checked here first (a bad file fails before any work).
     ``linked``: also the package-linked estimate (:mod:`.linked`); the
     policy's compiles then keep their objects (no cache), and the
-    heuristic's are compiled again, with theirs."""
-    policy = os.fspath(Path(policy).resolve())
-    load_policy(policy, ir2vec_vocab=default_ir2vec_vocab() or None)
+    heuristic's are compiled again, with theirs. ``policy=None`` with
+    ``rule`` (a :class:`PackageCallSites`): the heuristic with the
+    one-site-linkonce rule's decisions forced, no model."""
+    if policy is None and rule is None:
+        raise ValueError("evaluate: give a policy, a rule, or both")
+    if policy is not None:
+        policy = os.fspath(Path(policy).resolve())
+        load_policy(policy, ir2vec_vocab=default_ir2vec_vocab() or None)
     baseline = trace_corpus(corpus, workers=workers, ray=ray, timeout=timeout, pool=pool, quiet=quiet)
     base = {m: int(s) for m, s in zip(baseline.modules, baseline.text_size)}
     entries = [e for e in corpus_entries(corpus) if e.name in base]
-    tasks = [RolloutTask(e, policy, text_sections=linked) for e in entries]
+    tasks = [RolloutTask(e, policy, text_sections=linked,
+                         forced_callees=() if rule is None else tuple(sorted(rule.decisions(e.name).items())))
+             for e in entries]
     results = run_rollouts(tasks, pool=pool, workers=workers, ray=ray, timeout=timeout, quiet=quiet,
                            desc="evaluating")
     rows = [ModuleResult(t.entry.name, base[t.entry.name], r.value.text_size, r.value.decisions, r.value.inlined,
@@ -70,7 +77,8 @@ def evaluate(policy: str | os.PathLike, corpus: str | os.PathLike, *, workers: i
                 agree[t.entry.name] = r.value.text_sections
         summary = linked_summary(agree,
                                  {t.entry.name: r.value.text_sections for t, r in zip(tasks, results) if r.ok})
-    return Evaluation(policy, os.fspath(Path(corpus).resolve()), rows, failed, summary)
+    return Evaluation(policy or "-Oz + the one-site-linkonce rule", os.fspath(Path(corpus).resolve()), rows,
+                      failed, summary)
 
 
 def call_site_report(policy: str | os.PathLike | None, corpus: str | os.PathLike, module: str,
