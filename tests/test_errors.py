@@ -74,18 +74,8 @@ def test_usage_errors_exit_2(tmp_path):
         (["frobnicate"], "invalid choice"),
         (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--objective", "module-rank",
           "--modules-per-pair", "2"], "cannot be combined with --modules-per-pair"),
-        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--lr-end", "0.01"],
-         "--lr-end and --lr-horizon go together"),
-        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--lr-horizon", "0"], "must be at least 1"),
-        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--project"], "needs --objective module-rank"),
-        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--line-search", "1"],
-         "at least two distinct finite multiples"),
-        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--line-search", "0,x"],
-         "like 0,0.5,1,2"),
-        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--line-search-modules", "8"],
-         "give the step multiples too"),
-        (["train", "es", "t", "--init", "r", "-o", str(tmp_path / "es"), "--hold-flip-share"],
-         "holds the share of --flip-share"),
+        (["recipe", "c", "--fractions", "0.5,x"], "expected numbers"),
+        (["recipe", "c", "--exclude", "a/b"], "is not a package name"),
     ]:
         r = run(*args)
         assert r.returncode == 2 and said in r.stderr, (args, r.stderr)

@@ -130,63 +130,6 @@ def test_default_prior_adds_exactly_the_heuristics_vote(modules_and_vocab):
         with_default_prior(big, 1.0)
 
 
-def test_carried_vote_mask_is_the_votes_whole_path_and_nothing_else(modules_and_vocab):
-    """carried_vote_mask: with every other parameter zeroed the prior's logit difference is the vote alone,
-    margin * (inlining_default - 1/2); with the masked ones zeroed it is the original network's."""
-    from mlopt.problems.inlining import InlinePolicy
-    from mlopt.problems.inlining_default.prior import carried_vote_mask, with_default_prior
-    from mlopt.training.es import flatten, unflatten
-
-    modules, vocab = modules_and_vocab
-    original = InlinePolicy.random(vocab, hidden=(16, 8), seed=3)
-    logs = [mlopt.compile(m, original).log for m in modules]
-    batch = {name: np.concatenate([lg[name] for lg in logs if lg is not None]) for name in PROBLEM.feature_names}
-    default = batch["inlining_default"].reshape(-1)
-    prior = with_default_prior(original, 20.0)
-    mask = carried_vote_mask(prior)
-    theta = flatten(prior)
-    # the unit's inputs and bias in each hidden layer, the next layer's weights from it
-    assert mask.sum() == (prior.layers[0][0].shape[1] + 1) + (17 + 1 + 8) + 2
-    vote = unflatten(prior, np.where(mask, theta, 0).astype(np.float32)).logits(batch)
-    np.testing.assert_allclose(vote[:, 1] - vote[:, 0], 20.0 * default, rtol=0, atol=1e-4)
-    rest = unflatten(prior, np.where(mask, 0, theta).astype(np.float32)).logits(batch)
-    before = original.logits(batch)
-    # the output bias stays with the network: it holds the vote's -margin/2
-    np.testing.assert_allclose(rest[:, 1] - rest[:, 0], before[:, 1] - before[:, 0] - 10.0, rtol=0, atol=1e-4)
-    with pytest.raises(ValueError, match="needs a hidden layer"):
-        carried_vote_mask(with_default_prior(InlinePolicy.random(vocab, hidden=(), seed=4), 20.0))
-
-
-def test_added_vote_moves_the_logit_difference_by_exactly_the_vote(modules_and_vocab):
-    """with_added_vote on a prior whose every weight was then perturbed (as
-    ES leaves it): logit difference + delta * (inlining_default - 1/2) on
-    real call sites, the policy's other logit terms untouched; a large
-    vote decides as the heuristic, a large negative one as its opposite."""
-    from mlopt.problems.inlining import InlinePolicy
-    from mlopt.problems.inlining_default.prior import with_added_vote, with_default_prior
-
-    modules, vocab = modules_and_vocab
-    prior = with_default_prior(InlinePolicy.random(vocab, hidden=(16, 8), seed=3), 2.0)
-    rng = np.random.default_rng(0)
-    moved = type(prior)(prior.vocab, [(w + rng.normal(0, 0.1, w.shape), b + rng.normal(0, 0.1, b.shape))
-                                      for w, b in prior.layers])
-    logs = [mlopt.compile(m, moved).log for m in modules]
-    batch = {name: np.concatenate([lg[name] for lg in logs if lg is not None]) for name in PROBLEM.feature_names}
-    default = batch["inlining_default"].reshape(-1)
-    assert 0 < default.sum() < len(default)
-    before = moved.logits(batch)
-    for delta in (-3.0, 0.0, 5.0):
-        after = with_added_vote(moved, delta).logits(batch)
-        np.testing.assert_allclose((after[:, 1] - after[:, 0]) - (before[:, 1] - before[:, 0]),
-                                   delta * (default - 0.5), rtol=0, atol=1e-4)
-    assert np.array_equal(with_added_vote(moved, 1e4).decide(batch), default)
-    assert np.array_equal(with_added_vote(moved, -1e4).decide(batch), 1 - default)
-    with pytest.raises(ValueError, match="needs an 'inlining-default' policy"):
-        with_added_vote(InlinePolicy.random(vocab, hidden=(8,), seed=1), 1.0)
-    with pytest.raises(ValueError, match="needs a hidden layer"):
-        with_added_vote(with_default_prior(InlinePolicy.random(vocab, hidden=(), seed=1), 2.0), 1.0)
-
-
 def test_cli_default_prior(modules_and_vocab, tmp_path, capsys):
     """mlopt policy default-prior: an inlining run -> an inlining-default
     .npz; not an inlining policy -> exit 2 naming it; an existing output is

@@ -186,33 +186,26 @@ def test_linkage_input_keeps_the_decisions_and_the_rule_only_moves_its_sites(min
         with_linkage_input(with_linkage_input(prior))
 
 
-def test_cli_linkage_rule_writes_the_apis_policy(mini_default_sites, tmp_path, capsys):
-    """mlopt policy linkage-rule: the same weights as with_linkage_rule; an unknown class or a policy of
-    another problem is exit 2 and writes nothing."""
+def test_cli_default_prior_with_linkage_is_the_prior_given_the_input(mini_default_sites, tmp_path, capsys):
+    """mlopt policy default-prior --with-linkage: the prior's weights with the linkage input at zero
+    weights (with_linkage_input), an inlining-linkage policy that decides as the prior."""
     from mlopt.cli import main
     from mlopt.problems import load_weights
     from mlopt.problems.inlining import InlinePolicy
     from mlopt.problems.inlining_default.prior import with_default_prior
-    from mlopt.problems.inlining_linkage.rule import with_linkage_rule
+    from mlopt.problems.inlining_linkage.rule import with_linkage_input
 
     _, batch, vocab = mini_default_sites
     inlining = InlinePolicy.random(vocab.subset(get("inlining").feature_names), hidden=(8, 4), seed=1)
-    prior = with_default_prior(inlining, 20.0)
-    prior.save(tmp_path / "prior.npz")
     inlining.save(tmp_path / "bc.npz")
-    assert main(["policy", "linkage-rule", str(tmp_path / "prior.npz"), "--linkage", "local", "--vote", "9",
-                 "-o", str(tmp_path / "ruled.npz")]) == 0
-    ruled = load_weights(tmp_path / "ruled.npz")
-    expected = with_linkage_rule(prior, "local", 9.0)
-    assert ruled.problem.name == "inlining-linkage"
-    for (w, b), (we, be) in zip(ruled.layers, expected.layers):
+    assert main(["policy", "default-prior", str(tmp_path / "bc.npz"), "--margin", "20", "--with-linkage",
+                 "-o", str(tmp_path / "start.npz")]) == 0
+    start = load_weights(tmp_path / "start.npz")
+    expected = with_linkage_input(with_default_prior(inlining, 20.0))
+    assert start.problem.name == "inlining-linkage"
+    for (w, b), (we, be) in zip(start.layers, expected.layers):
         assert np.array_equal(w, we) and np.array_equal(b, be)
-    for bad in (["--linkage", "static"], []):
-        source = tmp_path / ("prior.npz" if bad else "bc.npz")
-        assert main(["policy", "linkage-rule", str(source), *bad, "-o", str(tmp_path / "no.npz")]) == 2
-        assert not (tmp_path / "no.npz").exists()
-    err = capsys.readouterr().err
-    assert "linkage class 'static' is not one of" in err and "needs an 'inlining-default' policy" in err
+    assert "inlining-linkage" in capsys.readouterr().out
 
 
 def test_policy_check_finds_the_problem_from_the_models_inputs(module, ruled, mini_default_sites, tmp_path,

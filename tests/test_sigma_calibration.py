@@ -59,12 +59,6 @@ def test_calibrated_sigma_reaches_the_target_and_just_below_does_not(policy, pro
     assert again == cal  # the same bits: the same perturbations, the same decision pass
 
 
-def test_perturbing_only_the_output_layer_needs_a_larger_sigma(policy, probe):
-    every = calibrate_sigma(policy, probe, 0.2, samples=8)
-    last = calibrate_sigma(policy, probe, 0.2, samples=8, train_layers=1)
-    assert last.sigma > every.sigma
-
-
 def test_bad_targets_are_refused(policy, probe):
     for target in (0.0, 1.0, -0.1):
         with pytest.raises(MloptError, match="target share"):

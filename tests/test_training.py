@@ -292,93 +292,27 @@ def test_cli_train_es_runs_resumes_and_ships_a_policy(mini_corpus, tmp_path, cap
     for name in ("checkpoint.npz", "best/policy.npz", "policy.npz"):
         with np.load(tmp_path / "es" / name) as forced, np.load(tmp_path / "es_new" / name) as new:
             assert forced.files == new.files and all(np.array_equal(forced[k], new[k]) for k in new.files), name
-    # --flip-share: sigma from the training trace, recorded, and found again (the same bits) on --resume
+    # the recipe's sigma by default: calibrated to change 6% of the training modules, lr 0.02 scaled alike,
+    # module-rank; found again (the same bits) on --resume
+    config = json.loads((tmp_path / "es" / "config.json").read_text())
+    calibration = config["sigma_calibration"]
+    assert calibration["target"] == 0.06 and calibration["share"] >= 0.06 and config["sigma"] == calibration["sigma"]
+    assert config["lr"] == calibration["lr"] == pytest.approx(0.02 * config["sigma"] / 0.05)
+    assert config["objective"] == "module-rank" and config["modules_per_perturbation"] == 2
     flip = [*args[:5], "-o", str(tmp_path / "es_flip"), *args[7:], "--flip-share", "0.5"]
     assert main([*flip, "--iterations", "1"]) == 0
     config = json.loads((tmp_path / "es_flip" / "config.json").read_text())
     calibration = config["sigma_calibration"]
     assert calibration["share"] >= 0.5 and config["sigma"] == calibration["sigma"] != 0.05
     assert main([*flip, "--iterations", "2", "--resume"]) == 0
-    # --project: the training trace's call sites give each module's directions; logged per iteration
-    projected = [*args[:5], "-o", str(tmp_path / "es_project"), *args[7:], "--flip-share", "0.5",
-                 "--objective", "module-rank", "--project"]
-    assert main([*projected, "--iterations", "1"]) == 0
-    m = [json.loads(line) for line in (tmp_path / "es_project" / "metrics.jsonl").read_text().splitlines()][-1]
-    assert m["projected_modules_unseen"] == 0 and m["projected_sites"] >= m["projected_dimensions"] > 0
-    # --line-search: a fresh draw compiled by each multiple of the step, the chosen one logged; resumable
-    searched = [*args[:5], "-o", str(tmp_path / "es_line"), *args[7:], "--flip-share", "0.5",
-                "--line-search", "0,1,2", "--line-search-modules", "3"]
-    assert main([*searched, "--iterations", "1"]) == 0
-    assert main([*searched, "--iterations", "2", "--resume"]) == 0
-    m = [json.loads(line) for line in (tmp_path / "es_line" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["iteration"] for r in m] == [0, 1, 2]
-    assert all(r["line_search_multiple"] in (0, 1, 2) and r["line_search_modules"] == 3 for r in m[1:])
-    # --hold-flip-share: sigma moves before each iteration from the share measured on the training trace,
-    # and a resumed run carries it on from its checkpoint
-    held = [*args[:5], "-o", str(tmp_path / "es_hold"), *args[7:], "--flip-share", "0.5", "--hold-flip-share"]
-    assert main([*held, "--iterations", "1"]) == 0
-    assert main([*held, "--iterations", "2", "--resume"]) == 0
-    m = [json.loads(line) for line in (tmp_path / "es_hold" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["iteration"] for r in m] == [0, 1, 2]
-    sigma = json.loads((tmp_path / "es_hold" / "config.json").read_text())["sigma"]
-    assert m[1]["hold_sigma_measured"] == sigma and m[2]["hold_sigma_measured"] == m[1]["sigma"]
-    assert all(0.0 <= r["hold_share_measured"] <= 1.0 for r in m[1:])
-
-
-@pytest.mark.llvm
-@pytest.mark.network
-def test_demo_reduced_mode_outputs_are_consistent(tmp_path, capsys):
-    """`mlopt demo --small`: corpus -> package split -> trace -> BC -> ES ->
-    policy.so -> the test split through stock clang; its numbers agree
-    with its files, and no package is on two sides."""
-    import csv
-
-    from mlopt._native import default_llvm
-    from mlopt.cli import main
-    from mlopt.corpus import package_of, read_description
-
-    assert main(["demo", "--small", "-o", str(tmp_path / "d"), "--quiet", "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
-    assert result["verify_with_clang"]["mismatches"] == [] and not result["failed"]
-    assert result["llvm"] == default_llvm()
-    assert result["packages"] == {"train": ["marisa-trie"], "validation": ["ujson"], "test": ["lz4"]}
-    sides = {side: read_description(tmp_path / "d" / "splits" / side)["modules"] for side in result["packages"]}
-    for side, modules in sides.items():
-        assert {package_of(m) for m in modules} == set(result["packages"][side])
-        assert len(modules) == result["modules"][side] > 0
-    # BC and its vocab saw the training split only
-    trace = TraceDataset.load(tmp_path / "d" / "trace.npz")
-    assert trace.modules == sides["train"]
-    assert result["bc"]["train_rows"] + result["bc"]["heldout_rows"] == len(trace)
-    assert result["bc"]["heldout_module_count"] > 0 and result["bc"]["train_agreement"] > 0.8
-    with open(result["files"]["test_csv"], encoding="utf-8", errors="surrogateescape") as f:
-        rows = list(csv.DictReader(f))
-    total = result["test"]["all"]
-    assert total["modules"] == len(rows) == result["modules"]["test"] == result["verify_with_clang"]["modules"]
-    assert {r["module"] for r in rows} == set(sides["test"])
-    assert total["policy_text"] == sum(int(r["policy_text"]) for r in rows)
-    assert total["heuristic_text"] == sum(int(r["heuristic_text"]) for r in rows)
-    assert sum(result["test"].get(lang, {"modules": 0})["modules"] for lang in ("C", "C++")) == total["modules"]
-    assert result["es"]["iterations"] == 1
-    assert result["es"]["best_validation_delta_percent"] <= result["es"]["validation_start"]
-    policy = mlopt.load_policy(result["files"]["policy_so"])
-    assert policy.problem == inlining.PROBLEM
-    assert {p.rsplit("/", 1)[1] for p in result["files"]["plots"]} >= {"delta_distribution.png",
-                                                                       "training_curve.png"}
-    # the one-site-linkonce rule: counted over every package, a decisions file per package for stock clang;
-    # lz4 is C (no linkonce_odr callee), so its evaluation with the rule totals as the policy's alone
-    from mlopt.problems.inlining_linked.call_sites import PackageCallSites
-
-    rule = result["package_rule"]
-    table = PackageCallSites.load(rule["table"])
-    assert sorted(table.packages) == ["lz4", "marisa-trie", "ujson"]
-    for package, n in rule["callees"].items():
-        lines = (tmp_path / "d" / "rules" / f"{package}.txt").read_text().splitlines()
-        assert len(lines) == n + 1 and n == len(table.package_decisions(package))
-    assert rule["callees"]["marisa-trie"] > 0 and rule["callees"]["lz4"] == 0
-    assert result["test_policy_alone"]["all"] == total
-    assert result["test_linked"]["heuristic_text"] == total["heuristic_text"]  # C: no COMDAT code to share
-    assert main(["demo", "--small", "-o", str(tmp_path / "d")]) == 1  # never over an earlier demo silently
+    # --sigma fixes sigma (no calibration, lr as given); with --flip-share it is a usage error
+    fixed = [*args[:5], "-o", str(tmp_path / "es_fixed"), *args[7:], "--sigma", "0.1", "--lr", "0.03"]
+    assert main([*fixed, "--iterations", "1"]) == 0
+    config = json.loads((tmp_path / "es_fixed" / "config.json").read_text())
+    assert "sigma_calibration" not in config and config["sigma"] == 0.1 and config["lr"] == 0.03
+    capsys.readouterr()
+    assert main([*fixed, "--iterations", "1", "--force", "--flip-share", "0.1"]) == 2
+    assert "give one of them" in capsys.readouterr().err
 
 
 def test_policy_check_reports_what_a_policy_would_do_on_logged_sites(sdist_trace, tmp_path, capsys):
@@ -461,37 +395,6 @@ def test_callee_search_moves_force_every_site_of_one_callee(es_setup, mini_corpu
             parent = child
         assert parent.text_size == r["best_text"] and "".join(map(str, parent.decisions)) == r["decisions"]
     assert report["chosen"] in report["validation"]
-
-
-def test_callee_search_keeps_only_moves_shared_by_packages(es_setup, mini_corpus, tmp_path):
-    """keep_shared(n) drops every move accepted in fewer than n packages:
-    with n above the corpus's package count, every module is back to the
-    starting policy's own compile (size, decisions) and nothing is weighed
-    as searched; with n = 1 nothing changes."""
-    from mlopt.corpus.split import package_of
-    from mlopt.training.callee_search import CalleeSearch
-    from mlopt.training.local_search import SearchConfig
-    from mlopt.workers import make_pool
-
-    policy, entries, _ = es_setup
-    trace = trace_corpus(mini_corpus, use_cache=False, workers=2, quiet=True)
-    with make_pool(2) as pool:
-        search = CalleeSearch(policy, trace, entries[:4], SearchConfig(evaluations_per_module=6, batch=3),
-                              work=tmp_path, pool=pool)
-        starts = [(m.start, m.best.decisions) for m in search.modules]
-        search.run()
-        assert any(m.flips for m in search.modules)
-        before = [(m.best.size, m.best.decisions) for m in search.modules]
-        assert search.keep_shared(1)["moves_dropped"] == 0
-        assert [(m.best.size, m.best.decisions) for m in search.modules] == before
-        packages = {package_of(e.name) for e in entries[:4]}
-        kept = search.keep_shared(len(packages) + 1)
-        assert kept["moves_kept"] == 0 and kept["train_delta_percent"] == pytest.approx(
-            100.0 * (sum(m.start for m in search.modules) - sum(m.baseline for m in search.modules))
-            / sum(m.baseline for m in search.modules))
-        assert [(m.best.size, m.best.decisions) for m in search.modules] == starts
-        assert search.changed_rows() == [[] for _ in search.modules]
-        search.trajectories()  # each replays to its recorded size
 
 
 def test_forced_callees_decide_every_site_of_a_callee(mini_corpus):

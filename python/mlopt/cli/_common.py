@@ -138,13 +138,6 @@ def positive_float(text: str) -> float:
     return value
 
 
-def non_negative_float(text: str) -> float:
-    value = _number(text, float, "a number")
-    if not value >= 0:  # also rejects nan
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
-
-
 def fraction(text: str) -> float:
     """A number strictly between 0 and 1."""
     value = _number(text, float, "a number")
@@ -174,18 +167,6 @@ def int_list(text: str) -> tuple[int, ...]:
 def float_list(text: str) -> tuple[float, ...]:
     """``1,4,16`` -> (1.0, 4.0, 16.0); every entry a positive number."""
     return _positive_list(text, float, "numbers", "1,4,16", allow_empty=False)
-
-
-def step_multiples(text: str) -> tuple[float, ...]:
-    """``0,0.5,1,2`` -> (0.0, 0.5, 1.0, 2.0): at least two distinct numbers, none negative."""
-    try:
-        values = tuple(float(p) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated step multiples like 0,0.5,1,2, "
-                                         f"got {text!r}") from None
-    if len(set(values)) < 2 or any(not v >= 0 or v == float("inf") for v in values):
-        raise argparse.ArgumentTypeError(f"needs at least two distinct finite multiples, none negative, got {text!r}")
-    return values
 
 
 def error_line(e: BaseException) -> str:

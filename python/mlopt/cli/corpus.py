@@ -54,7 +54,18 @@ def cmd_extract(args) -> int:
     from ..corpus import extract_corpus, objects_from_compile_commands, objects_from_list, objects_in_directory
 
     src = args.input
-    if args.input_type == "json" or (args.input_type is None and src.endswith(".json")):
+    if args.cmake:
+        from ..corpus.cmake import objects_by_binary, read_build
+
+        build = read_build(os.path.dirname(src) if src.endswith(".json") else src)
+        objects = objects_by_binary(build)
+        for missing in build.unmapped:
+            print(f"mlopt: warning: {missing} (left out)", file=sys.stderr)
+        shared = {t: b for t, b in build.binaries_of().items() if len(b) > 1}
+        if shared and not args.json:
+            print("objects in several binaries, one module in each: "
+                  + "; ".join(f"{t} -> {', '.join(b)}" for t, b in sorted(shared.items())), file=sys.stderr)
+    elif args.input_type == "json" or (args.input_type is None and src.endswith(".json")):
         objects = objects_from_compile_commands(src)
     elif args.input_type == "directory" or (args.input_type is None and os.path.isdir(src)):
         objects = objects_in_directory(src)
@@ -311,12 +322,18 @@ def register(sub) -> None:
     ex = add_command(csub, "extract", "extract a corpus from a build made with -Xclang -fembed-bitcode=all",
                      ["mlopt corpus extract build/compile_commands.json corpus/",
                       "mlopt corpus extract build/ corpus/ --cmd-filter '^-Oz$'",
-                      "mlopt corpus extract objects.txt corpus/ --obj-base-dir build/"])
+                      "mlopt corpus extract objects.txt corpus/ --obj-base-dir build/",
+                      "mlopt corpus extract build/ corpus/ --cmake   # modules <binary>/<source>: one package per "
+                      "binary"])
     ex.add_argument("input", help="compile_commands.json, a directory of objects, or a file listing objects")
     ex.add_argument("output", help="corpus directory to write")
     ex.add_argument("--input-type", choices=["json", "directory", "list"], help="default: from the input")
     ex.add_argument("--obj-base-dir", metavar="DIR", help="base of relative paths in a list (default: cwd)")
     ex.add_argument("--cmd-filter", metavar="REGEX", help="keep modules with an argument matching REGEX")
+    ex.add_argument("--cmake", action="store_true",
+                    help="INPUT is a CMake build directory: name modules <binary>/<source path> by the binary "
+                         "each object links into (CMake's File API: write BUILD/.cmake/api/v1/query/codemodel-v2 "
+                         "before configuring, and configure with -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)")
 
     mk = add_command(csub, "make", "make a corpus from a directory of .bc files",
                      ["mlopt corpus make bitcode/ corpus/ --command=-Oz"])

@@ -13,10 +13,9 @@ from ._common import add_command, positive_int
 def cmd_demo(args) -> int:
     from dataclasses import replace
 
-    from ..training.demo import REDUCED, format_result, run_demo
-    from ..training.recipe import RecipeConfig
+    from ..training.demo import BUDGET, REDUCED, format_result, run_demo
 
-    config = replace(REDUCED if args.small else RecipeConfig(), workers=args.workers, seed=args.seed)
+    config = replace(REDUCED if args.small else BUDGET, workers=args.workers, seed=args.seed)
     if args.iterations:
         config.iterations = args.iterations
     say = (lambda s: print(s, file=sys.stderr)) if args.json else print

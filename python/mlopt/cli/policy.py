@@ -133,54 +133,13 @@ def cmd_policy_default_prior(args) -> int:
         prior = with_default_prior(policy, args.margin)
     except ValueError as e:
         raise UsageError(f"{weights}: {e}") from None
+    if args.with_linkage:
+        from ..problems.inlining_linkage.rule import with_linkage_input
+
+        prior = with_linkage_input(prior)
     out = Path(args.output)
     prior.save(out, overwrite=args.force)
     print(f"wrote {out}: {policy.problem.name} -> {prior.problem.name}, the heuristic's vote {args.margin:g}")
-    return 0
-
-
-def cmd_policy_linkage_rule(args) -> int:
-    from ..problems.inlining_linkage.rule import with_linkage_rule
-
-    weights, policy = _saved_policy(args.policy)
-    try:
-        ruled = with_linkage_rule(policy, args.linkage, args.vote)
-    except ValueError as e:
-        raise UsageError(f"{weights}: {e}") from None
-    out = Path(args.output)
-    ruled.save(out, overwrite=args.force)
-    print(f"wrote {out}: {policy.problem.name} -> {ruled.problem.name}, {args.vote:g} against inlining "
-          f"{args.linkage} callees the heuristic declines")
-    return 0
-
-
-def cmd_policy_rule_start(args) -> int:
-    from ..errors import MloptError
-    from ..problems.inlining_linkage.site_rule import SiteRule
-    from ..rollouts import TraceDataset
-    from ..training.rule_start import taught_start
-
-    try:
-        rule = SiteRule.parse(args.rule)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    out = Path(args.output)
-    if out.exists() and not args.force:
-        raise UsageError(f"{out} exists (--force replaces it)")
-    weights, policy = _saved_policy(args.policy)
-    dataset = TraceDataset.load(args.trace)
-    try:
-        result = taught_start(policy, dataset, rule, epochs=args.epochs, seed=args.seed)
-    except MloptError as e:
-        raise UsageError(f"{weights}, {args.trace}: {e}") from None
-    result.bc.policy.save(out, overwrite=args.force)
-    if args.json:
-        print(json.dumps({"output": str(out), **result.report()}))
-    else:
-        print(f"wrote {out}: {policy.problem.name} -> {result.bc.policy.problem.name}, taught rule {rule} on "
-              f"{result.rows:,} rows: agreement {100 * result.agreement:.2f}% (held-out packages "
-              f"{100 * (result.bc.heldout_agreement or 0):.2f}%), the {result.added:,} sites the rule adds "
-              f"{100 * result.added_recall:.1f}% inlined")
     return 0
 
 
@@ -229,53 +188,22 @@ def register(sub) -> None:
 
     prior = add_command(policy_sub, "default-prior",
                         "an inlining policy plus a fixed vote for the heuristic's decision (problem "
-                        "inlining-default): the start ES and PPO can move from",
+                        "inlining-default): a start that decides as -Oz, which ES and PPO can move from",
                         ["mlopt train bc trace.npz -o runs/bc && mlopt policy default-prior runs/bc --margin 20 "
                          "-o prior.npz",
-                         "mlopt train es splits/train --init prior.npz --validation splits/validation -o runs/es"])
+                         "mlopt train es splits/train --init prior.npz --validation splits/validation -o runs/es",
+                         "mlopt policy default-prior runs/bc --with-linkage -o start.npz   # for --problem "
+                         "inlining-linked"])
     prior.add_argument("policy", help="an inlining policy's weights (.npz) or its run directory")
     prior.add_argument("--margin", type=float, default=20.0,
                        help="the heuristic's vote in logits: the policy differs from the heuristic where the "
                             "original's own margin exceeds half of it (20)")
+    prior.add_argument("--with-linkage", action="store_true",
+                       help="also take the callee's linkage as an input, at zero weights (problem "
+                            "inlining-linkage; it decides the same): the start for --problem inlining-linked")
     prior.add_argument("-o", "--output", required=True, metavar="NPZ")
     prior.add_argument("--force", action="store_true", help="replace an existing output")
     prior.set_defaults(func=cmd_policy_default_prior)
-
-    rule = add_command(policy_sub, "linkage-rule",
-                       "an inlining-default policy that keeps declined the sites the heuristic declines whose "
-                       "callee has a given linkage (problem inlining-linkage; the plugin feeds the linkage)",
-                       ["mlopt policy linkage-rule runs/es/best/policy.npz --linkage external -o ruled.npz",
-                        "mlopt policy export --weights ruled.npz -o ruled-model/ && mlopt eval ruled-model/ "
-                        "splits/validation -o eval"])
-    rule.add_argument("policy", help="an inlining-default policy's weights (.npz) or its run directory")
-    rule.add_argument("--linkage", default="external",
-                      help="the callees' linkage class: external (default: their bodies stay whatever the sites "
-                           "do), local, linkonce, available_externally or other")
-    rule.add_argument("--vote", type=float, default=100.0,
-                      help="logits against inlining there: the policy's own margin must exceed it (100)")
-    rule.add_argument("-o", "--output", required=True, metavar="NPZ")
-    rule.add_argument("--force", action="store_true", help="replace an existing output")
-    rule.set_defaults(func=cmd_policy_linkage_rule)
-
-    start = add_command(policy_sub, "rule-start",
-                        "an inlining-linkage policy taught to decide as a fixed rule (the heuristic, plus the "
-                        "declined sites of callees of given linkages, few users and a cost near the threshold): "
-                        "a start for ES with a trained network's weight scales",
-                        ["mlopt trace splits/train -o trace.npz --callee-linkage",
-                         "mlopt policy rule-start prior.npz trace.npz --rule linkonce:2:100 -o start.npz",
-                         "mlopt train es splits/train --init start.npz --validation splits/validation -o runs/es"])
-    start.add_argument("policy", help="an inlining-default (mlopt policy default-prior) or inlining-linkage "
-                                      "policy's weights (.npz) or its run directory")
-    start.add_argument("trace", help="a trace with the callee's linkage (mlopt trace --callee-linkage)")
-    start.add_argument("--rule", default="linkonce:2:100", metavar="L:U:D",
-                       help="also inline the declined sites whose callee's linkage is in L (comma-separated "
-                            "classes), with at most U users and cost_estimate - threshold < D (linkonce:2:100)")
-    start.add_argument("--epochs", type=positive_int, default=3, help="passes over the trace (3)")
-    start.add_argument("--seed", type=int, default=0)
-    start.add_argument("-o", "--output", required=True, metavar="NPZ")
-    start.add_argument("--force", action="store_true", help="replace an existing output")
-    start.add_argument("--json", action="store_true")
-    start.set_defaults(func=cmd_policy_rule_start)
 
     check = add_command(policy_sub, "check", "load a policy as the plugin would and report what it decides",
                         ["mlopt policy check model/",

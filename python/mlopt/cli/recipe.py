@@ -45,7 +45,8 @@ def register(sub) -> None:
     p.add_argument("corpus", help="a corpus whose module names start with their package (or linked binary)")
     p.add_argument("-o", "--output", default="mlopt-recipe", metavar="DIR", help="where to write (mlopt-recipe)")
     p.add_argument("--no-train", action="store_true", help="the rule alone: no trace, BC or ES")
-    p.add_argument("--iterations", type=positive_int, metavar="N", help="ES iterations (default 8)")
+    p.add_argument("--iterations", type=positive_int, metavar="N",
+                   help="ES iterations (default 10; ES otherwise at mlopt train es's defaults)")
     p.add_argument("--fractions", default="0.7,0.15,0.15", metavar="T,V,X",
                    help="train,validation,test shares of the packages (0.7,0.15,0.15)")
     p.add_argument("--assign", metavar="PKG=SIDE,...", help="pin packages to sides (train, validation, test)")

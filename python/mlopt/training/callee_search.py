@@ -100,34 +100,6 @@ class CalleeSearch(TrajectorySearch):
         m.sites = [tuple(s) for s in rollout.call_sites]
         m.queue = callee_moves(m.sites, m.best.decisions, skip=m.tried | {(c, 1 - v) for c, v in m.forced.items()})
 
-    def keep_shared(self, min_packages: int) -> dict:
-        """Keeps only the accepted moves that were accepted in at least
-        ``min_packages`` packages (a move that helps in one package is
-        likelier an accident of its code than a rule a policy can carry to
-        others): every module with a move dropped is compiled again with the
-        moves kept (on top of the starting policy) and that compile becomes
-        its best. Returns what was kept."""
-        from ..corpus.split import package_of
-
-        seen: dict[tuple[str, int], set] = {}
-        for m in self.modules:
-            for f in m.flips:
-                seen.setdefault((f["callee"], f["decision"]), set()).add(package_of(m.entry.name))
-        shared = {move for move, packages in seen.items() if len(packages) >= min_packages}
-        redo = [m for m in self.modules if any(move not in shared for move in m.forced.items())]
-        tasks = [self._task(m.entry, call_sites=True,
-                            forced_callees=tuple(sorted(kv for kv in m.forced.items() if kv in shared)))
-                 for m in redo]
-        for m, task, r in zip(redo, tasks, self._run(tasks)):
-            if not r.ok:
-                raise MloptError(f"{m.entry.name}: compiling its shared moves failed: {r.describe()}")
-            m.forced = dict(task.forced_callees)
-            m.flips = [f for f in m.flips if (f["callee"], f["decision"]) in shared]
-            m.best = _trajectory(r.value, self.problem)
-            m.sites = [tuple(s) for s in r.value.call_sites]
-        return {"min_packages": min_packages, "moves_kept": len(shared), "moves_dropped": len(seen) - len(shared),
-                "modules_recompiled": len(redo), "train_delta_percent": self.delta_percent()}
-
     def changed_rows(self) -> list[list[int]]:
         """Per module, the rows of its best compile whose callee was forced."""
         return [[i for i, (_, callee) in enumerate(m.sites) if callee in m.forced] for m in self.modules]

@@ -33,8 +33,9 @@ SMALL_SPLIT = {"marisa-trie": "train", "ujson": "validation", "lz4": "test"}
 SIDES = {"train": 0.7, "validation": 0.15, "test": 0.15}  # every package is pinned: only the names count
 
 
-# the reduced mode's budget: the same steps, 1 ES iteration of 2 pairs
-REDUCED = RecipeConfig(iterations=1, perturbations=2, modules_per_perturbation=4, bc_epochs=5)
+# the demo's budget (about 5 minutes on 2 cores), and its reduced mode's: the same steps, 1 ES iteration
+BUDGET = RecipeConfig(iterations=8, perturbations=8, modules=16)
+REDUCED = RecipeConfig(iterations=1, perturbations=2, modules=4, bc_epochs=5)
 
 
 def demo_packages(small: bool = False) -> dict[str, list[str]]:

@@ -14,8 +14,7 @@ inliner); a trajectory is one module compiled with sampled decisions: its
 cost and its training log (the features and the decisions taken, in order);
 an own compile is a deterministic policy's compile of a module with its
 decisions and logged features, and a forced cost the objective of a compile
-whose first decisions are forced and whose rest the policy takes (the
-flip-gradient trainer's counterfactuals, :mod:`mlopt.training.flip_gradient`).
+whose first decisions are forced and whose rest the policy takes.
 
 ``total_delta_percent`` is THE objective every trainer reports: the
 candidates' total cost over a set of modules against the heuristic's total

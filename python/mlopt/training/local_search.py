@@ -65,7 +65,6 @@ class SearchConfig:
     max_decisions: int = 3000  # modules with more decisions keep the policy's own trajectory
     flip_weights: tuple[float, ...] = (1.0, 4.0, 16.0)  # imitation: weight of the flipped decisions
     partitions: int = 4  # imitation: module-size partitions of equal total weight
-    min_packages: int = 1  # callee moves: imitate only moves accepted in this many packages
     epochs: int = 4
     lr: float = 1e-3
     seed: int = 0
@@ -344,13 +343,6 @@ def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEn
 
     rounds = search.run(on_round)
     searched_delta = search.delta_percent()
-    shared = None
-    if config.min_packages > 1:
-        if not hasattr(search, "keep_shared"):
-            raise MloptError(f"min_packages filters callee moves; {moves!r} moves have no packages to share")
-        shared = search.keep_shared(config.min_packages)
-        say(f"         moves accepted in >= {config.min_packages} packages: {shared['moves_kept']} kept, "
-            f"{shared['moves_dropped']} dropped; training modules {shared['train_delta_percent']:+.3f}% vs -Oz")
     search_seconds = time.perf_counter() - start
     best = search.trajectories()
     best.save(run_dir / "trajectories.npz", force=True)
@@ -372,7 +364,7 @@ def search_and_imitate(policy: MLPPolicy, ds: TraceDataset, train: list[CorpusEn
               "evaluations": sum(r["evaluations"] for r in rounds),
               "search_seconds": search_seconds,
               "start_delta_percent": 100.0 * (sum(m.start for m in search.modules) - base) / base if base else 0.0,
-              "searched_delta_percent": searched_delta, "shared_moves": shared,
+              "searched_delta_percent": searched_delta,
               "train_delta_percent": search.delta_percent(),
               "improved_modules": sum(bool(m.flips) for m in search.modules), "modules": len(search.modules),
               "flips": sum(len(f) for f in flipped),

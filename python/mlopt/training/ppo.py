@@ -20,7 +20,7 @@ it for the inliner, generic over the problem, in numpy:
   the moving average starts at the heuristic's cost and a module is drawn
   again only every few hundred iterations on a large corpus, so sampled
   rollouts, larger than the heuristic's, all score below it (benchmarks/
-  README.md, stop 78: every taken action is pushed down, most of them
+  README.md, "PPO with a group baseline": every taken action is pushed down, most of them
   "decline", and the argmax policy drifts off its start);
 - value-free: the baseline above is the one a value head would learn, and a
   head over one call site's features cannot predict a module's total size;

@@ -44,6 +44,7 @@ from ..rollouts import build_package_call_sites, trace_corpus
 from ..workers import make_pool
 from .bc import train_bc
 from .es import ESConfig, ESTrainer
+from .es_recipe import defaults, recipe_sigma
 from .run_dir import RunDir, open_run
 
 SIDES = ("train", "validation", "test")
@@ -51,14 +52,14 @@ SIDES = ("train", "validation", "test")
 
 @dataclass
 class RecipeConfig:
-    """The recipe's budget. ``train=False``: the rule alone, no training."""
+    """The recipe's budget; ES's settings are ``mlopt train es``'s defaults (:mod:`.es_recipe`).
+    ``train=False``: the rule alone, no training. ``perturbations``/``modules`` None: the
+    recipe's (pairs from the network's size, 48 modules an iteration)."""
 
     train: bool = True
-    iterations: int = 8
-    perturbations: int = 8
-    modules_per_perturbation: int = 16
-    sigma: float = 0.02
-    lr: float = 0.01
+    iterations: int = 10
+    perturbations: int | None = None
+    modules: int | None = None
     bc_epochs: int = 10
     seed: int = 0
     workers: int | None = None
@@ -231,12 +232,17 @@ def _train(splits: Path, out: Path, config: RecipeConfig, train: list, validatio
             f"held-out training modules")
     say(f"         agreement with the heuristic: {100 * bc.train_agreement:.2f}% on {bc.train_rows} rows, {held}")
 
-    stage(f"evolution strategies: {config.iterations} iterations x {config.perturbations} antithetic pairs, "
+    recipe = defaults(inlining.PROBLEM)
+    calibrated = recipe_sigma(bc.policy, ds, set(baseline), recipe["lr"])
+    es_cfg = ESConfig(iterations=config.iterations, perturbations=config.perturbations, sigma=calibrated.sigma,
+                      lr=calibrated.lr, modules_per_perturbation=config.modules or recipe["modules"],
+                      objective=recipe["objective"], seed=config.seed)
+    stage(f"evolution strategies ({es_cfg.objective}, sigma {es_cfg.sigma:.3g}: a perturbation changes "
+          f"{100 * calibrated.calibration['share']:.1f}% of the training modules): {config.iterations} iterations "
+          f"x {es_cfg.perturbations or 'default'} antithetic pairs x {es_cfg.modules_per_perturbation} modules, "
           "the rule in every rollout, the best iterate chosen on validation")
     es_dir = out / "es"
     open_run(es_dir, force=True)
-    es_cfg = ESConfig(iterations=config.iterations, perturbations=config.perturbations, sigma=config.sigma,
-                      lr=config.lr, modules_per_perturbation=config.modules_per_perturbation, seed=config.seed)
     trainer = ESTrainer(bc.policy, [e for e in train if e.name in baseline], baseline, es_dir, es_cfg,
                         validation=[e for e in validation if e.name in baseline], pool=pool)
 
@@ -254,7 +260,8 @@ def _train(splits: Path, out: Path, config: RecipeConfig, train: list, validatio
     val = evaluate(files["policy_so"], splits / "validation", pool=pool, quiet=quiet, linked=True)
     chosen_val = val.linked["total"]["delta_percent"]
     report = {"bc": bc.report(), "es": {"iterations": trainer.iteration, "validation_start": trainer.start_validation,
-                                        "best_validation_delta_percent": trainer.best},
+                                        "best_validation_delta_percent": trainer.best,
+                                        "config": asdict(es_cfg), "sigma_calibration": calibrated.calibration},
               "files": files}
     return files["policy_so"], chosen_val, report
 

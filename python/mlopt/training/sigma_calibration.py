@@ -3,7 +3,8 @@
 ES's sigma is relative to each layer's weight scale, so the same sigma
 moves different starting policies by very different amounts in decisions
 (at sigma 0.05, five BC priors of the Debian corpus change 1.4% to 4.0%
-of their training modules: benchmarks/README.md, stop 50), and a perturbation that changes no
+of their training modules; benchmarks/README.md, "ES's sigma set by
+its effect"), and a perturbation that changes no
 decision of the iteration's modules teaches nothing. This sets sigma per
 starting policy so that its perturbations change a given share of the
 modules instead.
@@ -33,7 +34,7 @@ import numpy as np
 
 from ..errors import MloptError
 from ..policy import MLPPolicy
-from .es import flatten, layer_scale, trained_mask, unflatten
+from .es import flatten, layer_scale, unflatten
 
 
 @dataclass(frozen=True)
@@ -95,20 +96,17 @@ def decisions(policy: MLPPolicy, batch: dict) -> np.ndarray:
     return policy.decide_inputs(policy.training_inputs(batch)[0])
 
 
-def _perturbations(policy: MLPPolicy, samples: int, seed: int, train_layers: int) -> np.ndarray:
-    mask = trained_mask(policy, train_layers)
+def _perturbations(policy: MLPPolicy, samples: int, seed: int) -> np.ndarray:
+    scale = layer_scale(policy)
     rng = np.random.default_rng([seed, 0x516])
-    eps = np.zeros((samples, mask.size), np.float32)
-    eps[:, mask] = rng.standard_normal((samples, int(mask.sum()))).astype(np.float32)
-    return eps * layer_scale(policy)
+    return rng.standard_normal((samples, scale.size)).astype(np.float32) * scale
 
 
 def module_flip_share(policy: MLPPolicy, probe: FlipProbe, sigma: float, *, samples: int = 8, seed: int = 0,
-                      train_layers: int = 0, _eps: np.ndarray | None = None) -> float:
+                      _eps: np.ndarray | None = None) -> float:
     """Mean over ``samples`` perturbations (ES's: sigma times each layer's scale times a
-    standard normal, on the last ``train_layers`` layers or all) of the share of the
-    probe's modules with at least one changed decision."""
-    eps = _perturbations(policy, samples, seed, train_layers) if _eps is None else _eps
+    standard normal) of the share of the probe's modules with at least one changed decision."""
+    eps = _perturbations(policy, samples, seed) if _eps is None else _eps
     theta = flatten(policy)
     shares = []
     for e in eps:
@@ -119,7 +117,7 @@ def module_flip_share(policy: MLPPolicy, probe: FlipProbe, sigma: float, *, samp
 
 
 def calibrate_sigma(policy: MLPPolicy, probe: FlipProbe, target: float, *, start: float = 0.05,
-                    samples: int = 8, seed: int = 0, train_layers: int = 0, steps: int = 10,
+                    samples: int = 8, seed: int = 0, steps: int = 10,
                     bounds: tuple[float, float] = (1e-4, 10.0)) -> SigmaCalibration:
     """The sigma at which ``samples`` perturbations change ``target`` of the probe's
     modules on average: from ``start``, doubled or halved until the share brackets
@@ -130,7 +128,7 @@ def calibrate_sigma(policy: MLPPolicy, probe: FlipProbe, target: float, *, start
     lo_bound, hi_bound = bounds
     if not 0.0 < lo_bound <= start <= hi_bound:
         raise MloptError(f"start sigma {start!r} is outside the bounds {bounds!r}")
-    eps = _perturbations(policy, samples, seed, train_layers)
+    eps = _perturbations(policy, samples, seed)
     measured: dict[float, float] = {}
 
     def share(s: float) -> float:

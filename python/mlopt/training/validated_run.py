@@ -1,4 +1,4 @@
-"""What the rollout trainers (ES, PPO, the flip gradient) share around their
+"""What the rollout trainers (ES, PPO) share around their
 iterations: the starting policy validated first (the one to beat, kept as
 ``best/`` unless an iteration does better), ``metrics.jsonl`` a line per
 iteration, each validated policy kept as ``validated/<iteration>.npz`` on

@@ -10,9 +10,11 @@ from the rest (``is_callee_avail_external``).
 mlopt's advisor (plugin and engine) feeds it to an exported policy (``.tflite``,
 model directory, compiled ``.so``) that has an input of that name, so such a
 policy runs in stock clang/opt with the plugin; a numpy policy cannot see it
-(export it first). Measured motive (benchmarks/README.md, stop 72): the
-30-minute ES policies' one change in C is to inline external functions the
-heuristic declines, which costs bytes; with the linkage they can tell.
+(export it first). Measured motive (benchmarks/README.md, "The heuristic's
+own boundary, tuned"): the 30-minute ES policies' one change in C is to
+inline external functions the heuristic declines, which costs bytes; with
+the linkage they can tell. ``inlining-linked`` trains this network for the
+package-linked share.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """An ``inlining-default`` policy as an ``inlining-linkage`` one: the same
 network with the callee's linkage as a 40th input, unused
-(:func:`with_linkage_input`: ES can start there), or used by one fixed rule
-(:func:`with_linkage_rule`):
+(:func:`with_linkage_input`: ES can start there; ``mlopt policy
+default-prior --with-linkage``), or used by one fixed rule
+(:func:`with_linkage_rule`, an exact policy that decides by the linkage: the
+tests' proof that the plugin and the engine feed it):
 
     logit_yes - logit_no = policy(x) - vote * [callee_linkage == k and inlining_default == 0]
 

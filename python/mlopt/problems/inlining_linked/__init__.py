@@ -6,7 +6,7 @@ function or template instance (``linkonce_odr``, emitted in a COMDAT
 section group) once per object that emits it, where a linker keeps one copy
 per name. So inlining the last call of such a function in one module is
 credited its whole body although the package still links a copy from its
-other modules (benchmarks/README.md, stops 74-75: ES trained on that sum
+other modules (benchmarks/README.md, "Per-module sums against linking": ES trained on that sum
 shrinks it and grows the linked package). ``linked_share`` charges each
 module its code outside section groups in full and each grouped code
 section ``1/k`` of its size, where ``k`` is the number of the package's

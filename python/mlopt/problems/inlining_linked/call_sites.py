@@ -13,8 +13,9 @@ the body) but not a ``linkonce_odr`` one, since other translation units
 may keep a copy; within a package a linker keeps one copy of it, so when
 the package has a single call of it, inlining that call deletes the body
 from the linked package. Only a package-wide count can tell; a module's
-compile cannot (``callee_users`` is this module's). Measured on splits149's
-validation packages (benchmarks/README.md, stop 81): -1.20% linked
+compile cannot (``callee_users`` is this module's). Measured on the Debian
+corpus's validation packages (benchmarks/README.md, "A package's call
+sites"): -1.20% linked
 ``.text`` vs ``-Oz``, no package larger; without the margin cap -1.01%
 (three huge callees, ``cost_estimate - threshold`` over 1,000, grow it).
 
@@ -39,7 +40,7 @@ from ...errors import TraceError
 PACKAGE_CALL_SITES_ENV = "MLOPT_PACKAGE_CALL_SITES"
 _FORMAT = "mlopt-package-call-sites-1"
 LINKONCE = 2  # callee_linkage's class of linkonce_odr callees (problems.inlining_linkage.LINKAGE_CLASSES)
-MAX_MARGIN = 1000  # the rule's cap on cost_estimate - threshold (chosen on splits149's validation packages)
+MAX_MARGIN = 1000  # the rule's cap on cost_estimate - threshold (chosen on the Debian corpus's validation packages)
 
 
 class PackageCallSites:
