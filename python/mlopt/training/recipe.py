@@ -37,10 +37,12 @@ from ..corpus.debian import language_of
 from ..corpus.split import package_of
 from ..errors import CorpusError, OutputExistsError
 from ..evaluation import evaluate, plot_evaluation, plot_training_curve, summarize, verify_with_clang, write_csv
-from ..policy import MLPPolicy
-from ..problems import inlining
+from ..problems import get, inlining, load_weights
+from ..problems.inlining_default.prior import with_default_prior
+from ..problems.inlining_linkage.rule import with_linkage_input
 from ..problems.inlining_linked.call_sites import PACKAGE_CALL_SITES_ENV
-from ..rollouts import build_package_call_sites, trace_corpus
+from ..problems.inlining_linked.shares import LINKED_SHARES_ENV
+from ..rollouts import build_linked_shares, build_package_call_sites, trace_corpus
 from ..workers import make_pool
 from .bc import train_bc
 from .es import ESConfig, ESTrainer
@@ -48,6 +50,8 @@ from .es_recipe import defaults, recipe_sigma
 from .run_dir import RunDir, open_run
 
 SIDES = ("train", "validation", "test")
+LINKED = get("inlining-linked")  # the problem ES trains: the 38 inputs and the callee's linkage, paid the linked share
+PRIOR_MARGIN = 20.0  # the heuristic's carried vote (mlopt policy default-prior's default)
 
 
 @dataclass
@@ -158,8 +162,10 @@ def run_recipe(splits: str | os.PathLike, out: str | os.PathLike, config: Recipe
     sites = out / "package-call-sites.npz"
     result: dict = {"llvm": llvm, "config": asdict(config), "packages": packages,
                     "modules": {s: len(entries[s]) for s in SIDES}, "languages": languages, **(extra or {})}
-    # the rule's table: workers read it when a policy compiles, so it is named before they start
-    with _environment(PACKAGE_CALL_SITES_ENV, str(sites.resolve())), make_pool(config.workers) as pool:
+    # the tables workers read when a policy compiles are named before they start
+    with _environment(PACKAGE_CALL_SITES_ENV, str(sites.resolve())), \
+            _environment(LINKED_SHARES_ENV, str((out / "linked-shares.npz").resolve())), \
+            make_pool(config.workers) as pool:
         stage("package call sites: each package's -Oz calls, for the one-site-linkonce rule")
         table = build_package_call_sites(train + validation + test, pool=pool, quiet=quiet, skip_failed=True)
         table.save(sites)
@@ -213,27 +219,32 @@ def run_recipe(splits: str | os.PathLike, out: str | os.PathLike, config: Recipe
 
 def _train(splits: Path, out: Path, config: RecipeConfig, train: list, validation: list, pool, stage, say,
            quiet: bool) -> tuple[str, float, dict]:
-    """Trace, BC and ES with the rule in every rollout; the policy chosen on validation, exported and
-    compiled, and scored there package-linked with the rule: (policy.so, its validation delta, report)."""
+    """ES as measured best with the rule: from BC's network with the heuristic's vote carried (so the
+    start decides exactly as ``-Oz``: with the rule, the start *is* the rule alone), the callee's linkage
+    as an input, paid each module's linked share, the rule in every rollout; the iterate chosen on
+    validation, exported and compiled, and scored there package-linked with the rule:
+    (policy.so, its validation delta, report)."""
     llvm = default_llvm()
-    stage(f"trace: the heuristic's decisions and sizes on the training split (LLVM {llvm})")
+    stage(f"trace: the heuristic's decisions on the training split (LLVM {llvm}); the packages' -Oz COMDAT code")
     ds = trace_corpus(splits / "train", pool=pool, quiet=quiet)
     ds.save(out / "trace.npz", force=True)
-    baseline = {m: int(s) for m, s in zip(ds.modules, ds.text_size)}
-    # of the validation split only the -Oz sizes: its rows never reach BC or the vocab
-    val_ds = trace_corpus(splits / "validation", pool=pool, quiet=quiet)
-    baseline.update({m: int(s) for m, s in zip(val_ds.modules, val_ds.text_size)})
+    # the linked-share table over training and validation (named in $MLOPT_LINKED_SHARES before the pool started)
+    shares, baseline = build_linked_shares(train + validation, pool=pool, quiet=quiet, skip_failed=True)
+    shares.save(os.environ[LINKED_SHARES_ENV])
 
-    stage("behavioral cloning (training split only)")
+    stage("behavioral cloning (training split only), then the heuristic's vote carried: the start decides as -Oz")
     bc = train_bc(ds, inlining.PROBLEM, epochs=config.bc_epochs, seed=config.seed)
     open_run(out / "bc", force=True).save_policy(bc.policy, compile_so=False)
     held = ("n/a" if bc.heldout_agreement is None else
             f"{100 * bc.heldout_agreement:.2f}% on {bc.heldout_rows} rows of {len(bc.heldout_modules)} "
             f"held-out training modules")
-    say(f"         agreement with the heuristic: {100 * bc.train_agreement:.2f}% on {bc.train_rows} rows, {held}")
+    say(f"         BC's agreement with the heuristic: {100 * bc.train_agreement:.2f}% on {bc.train_rows} rows, {held}")
+    with_linkage_input(with_default_prior(bc.policy, PRIOR_MARGIN)).save(out / "start.npz", overwrite=True)
+    start = load_weights(out / "start.npz", LINKED.name)
 
-    recipe = defaults(inlining.PROBLEM)
-    calibrated = recipe_sigma(bc.policy, ds, set(baseline), recipe["lr"])
+    recipe = defaults(LINKED)
+    linkage_trace = trace_corpus(splits / "train", pool=pool, quiet=True, callee_linkage=True)
+    calibrated = recipe_sigma(start, linkage_trace, set(baseline), recipe["lr"])
     es_cfg = ESConfig(iterations=config.iterations, perturbations=config.perturbations, sigma=calibrated.sigma,
                       lr=calibrated.lr, modules_per_perturbation=config.modules or recipe["modules"],
                       objective=recipe["objective"], seed=config.seed)
@@ -243,24 +254,23 @@ def _train(splits: Path, out: Path, config: RecipeConfig, train: list, validatio
           "the rule in every rollout, the best iterate chosen on validation")
     es_dir = out / "es"
     open_run(es_dir, force=True)
-    trainer = ESTrainer(bc.policy, [e for e in train if e.name in baseline], baseline, es_dir, es_cfg,
+    trainer = ESTrainer(start, [e for e in train if e.name in baseline], baseline, es_dir, es_cfg,
                         validation=[e for e in validation if e.name in baseline], pool=pool)
 
     def progress(m: dict) -> None:
         val = m["validation_delta_percent"]
-        say(f"         iteration {m['iteration']}: training {-100 * m['reward']:+.3f}% (mean per sampled "
-            f"module), validation {'n/a' if val is None else f'{val:+.3f}%'} vs -Oz, "
-            f"{m['evaluations_per_s']:.1f} evaluations/s")
+        say(f"         iteration {m['iteration']}: validation {'n/a' if val is None else f'{val:+.3f}%'} "
+            f"(linked share, with the rule, vs -Oz), {m['evaluations_per_s']:.1f} evaluations/s")
 
     trainer.run(on_iteration=progress)
     best = es_dir / "best" / "policy.npz"
-    chosen = MLPPolicy.load(best, problem=inlining.PROBLEM) if best.exists() else trainer.current_policy()
+    chosen = load_weights(best, LINKED.name) if best.exists() else trainer.current_policy()
     stage("export and compile the chosen policy; validation with the rule, package-linked")
     files = RunDir(es_dir).save_policy(chosen)
     val = evaluate(files["policy_so"], splits / "validation", pool=pool, quiet=quiet, linked=True)
     chosen_val = val.linked["total"]["delta_percent"]
     report = {"bc": bc.report(), "es": {"iterations": trainer.iteration, "validation_start": trainer.start_validation,
-                                        "best_validation_delta_percent": trainer.best,
+                                        "best_validation_delta_percent": trainer.best, "problem": LINKED.name,
                                         "config": asdict(es_cfg), "sigma_calibration": calibrated.calibration},
               "files": files}
     return files["policy_so"], chosen_val, report
