@@ -12,7 +12,6 @@ import json
 import pytest
 
 import mlopt
-from mlopt.problems import inlining
 from mlopt.rollouts import TraceDataset
 
 pytestmark = [pytest.mark.llvm, pytest.mark.network, pytest.mark.slow]
@@ -49,7 +48,7 @@ def test_demo_reduced_mode_outputs_are_consistent(tmp_path, capsys):
     assert result["es"]["iterations"] == 1
     assert result["es"]["best_validation_delta_percent"] <= result["es"]["validation_start"]
     policy = mlopt.load_policy(result["files"]["policy_so"])
-    assert policy.problem == inlining.PROBLEM
+    assert policy.problem.name == "inlining-linked"  # ES from the -Oz prior with the linkage input
     assert {p.rsplit("/", 1)[1] for p in result["files"]["plots"]} >= {"delta_distribution.png",
                                                                        "training_curve.png"}
     # the rule: counted over every package, a decisions file per package for stock clang
@@ -83,6 +82,9 @@ def test_demo_reduced_mode_outputs_are_consistent(tmp_path, capsys):
     assert ("shipped: the rule alone; training did not beat it on validation" in text) == (
         result["shipped"] == "rule")
     assert main(["demo", "--small", "-o", str(tmp_path / "d")]) == 1  # never over an earlier demo silently
+    assert main(["demo", "--small", "-o", str(tmp_path / "d"), "--force", "--quiet", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["test"] == result["test"] and again["validation"] == result["validation"]  # same seed, same bytes
 
 
 def test_recipe_on_a_corpus_of_your_own(tmp_path, capsys):

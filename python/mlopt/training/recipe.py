@@ -234,7 +234,10 @@ def _train(splits: Path, out: Path, config: RecipeConfig, train: list, validatio
 
     stage("behavioral cloning (training split only), then the heuristic's vote carried: the start decides as -Oz")
     bc = train_bc(ds, inlining.PROBLEM, epochs=config.bc_epochs, seed=config.seed)
-    open_run(out / "bc", force=True).save_policy(bc.policy, compile_so=False)
+    bc_run = open_run(out / "bc", force=True)
+    bc_run.write_config({"kind": "bc", "problem": inlining.PROBLEM.name, "epochs": config.bc_epochs,
+                         "seed": config.seed, "of": "mlopt recipe"})
+    bc_run.save_policy(bc.policy, compile_so=False)
     held = ("n/a" if bc.heldout_agreement is None else
             f"{100 * bc.heldout_agreement:.2f}% on {bc.heldout_rows} rows of {len(bc.heldout_modules)} "
             f"held-out training modules")
@@ -253,7 +256,8 @@ def _train(splits: Path, out: Path, config: RecipeConfig, train: list, validatio
           f"x {es_cfg.perturbations or 'default'} antithetic pairs x {es_cfg.modules_per_perturbation} modules, "
           "the rule in every rollout, the best iterate chosen on validation")
     es_dir = out / "es"
-    open_run(es_dir, force=True)
+    open_run(es_dir, force=True).write_config({"kind": "es", "problem": LINKED.name, "init": str(out / "start.npz"),
+                                               "of": "mlopt recipe", **asdict(es_cfg)})
     trainer = ESTrainer(start, [e for e in train if e.name in baseline], baseline, es_dir, es_cfg,
                         validation=[e for e in validation if e.name in baseline], pool=pool)
 
