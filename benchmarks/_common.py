@@ -1,4 +1,4 @@
-"""Shared by the compile-time benchmarks: the corpus, a realistic policy and a timing loop."""
+"""Shared by the benchmarks: the corpus, a realistic policy, a timing loop and the inputs of ``--quick``."""
 
 from __future__ import annotations
 
@@ -19,14 +19,55 @@ import mlopt  # noqa: E402
 from mlopt.compiler.plugin import plugin_path  # noqa: E402
 from tests.support import corpus  # noqa: E402
 
+SDISTS = tuple(corpus.SDISTS)
+QUICK_SDISTS = ("lz4",)
 
-def bench_corpus(work: Path, limit: int | None = None, names=tuple(corpus.SDISTS)) -> list[Path]:
+
+def bench_corpus(work: Path, limit: int | None = None, names=SDISTS, smallest: bool = False) -> list[Path]:
     """Every C file of the named sdists (default all four: lz4, brotli,
-    zstandard and pycryptodome, 92 modules)."""
+    zstandard and pycryptodome, 92 modules); ``limit``: the first N, or
+    with ``smallest`` the N smallest."""
     modules = corpus.corpus("clang-19", work, names=names)
+    if smallest:
+        modules = sorted(modules, key=lambda m: m.stat().st_size)
     modules = modules[:limit] if limit else modules
     print(f"corpus: {len(modules)} modules ({sum(m.stat().st_size for m in modules) / 1e6:.1f} MB bitcode)")
     return modules
+
+
+QUICK_HELP = "the same code path on the smallest real input, in seconds (tests/test_benchmarks.py runs it)"
+
+
+def quick_corpus() -> Path:
+    """The default corpus' lz4 package (4 C modules; ``mlopt corpus fetch lz4``, cached)."""
+    from mlopt.corpus import fetch_corpus
+
+    return Path(fetch_corpus(None, ["lz4"]).output)
+
+
+def quick_splits(work: Path) -> Path:
+    """``mlopt demo --small``'s split of the default corpus under ``work``:
+    marisa-trie (C++) to train, ujson (C++) to validate, lz4 (C) to test."""
+    from mlopt.training.demo import demo_splits
+
+    demo_splits(work / "splits", small=True)
+    return work / "splits"
+
+
+def quick_inputs(work: Path) -> tuple[Path, Path, Path]:
+    """(splits, trace, bc) for the trainers' --quick: :func:`quick_splits`,
+    the heuristic's trace of its training split (``mlopt trace``) and a BC
+    policy of 2 epochs on it (``.npz`` weights)."""
+    from mlopt.problems import inlining
+    from mlopt.rollouts import trace_corpus
+    from mlopt.training import train_bc
+
+    splits = quick_splits(work)
+    ds = trace_corpus(splits / "train", quiet=True, workers=2)
+    trace, bc = work / "train-trace.npz", work / "bc.npz"
+    ds.save(trace, force=True)
+    train_bc(ds, inlining.PROBLEM, epochs=2).policy.save(bc, overwrite=True)
+    return splits, trace, bc
 
 
 def heuristic_traces(modules: list[Path], work: Path) -> list[mlopt.Log]:

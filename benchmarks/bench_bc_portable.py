@@ -5,6 +5,7 @@ numpy's BLAS matmul and numpy's exp/log patched in, measured in one process
 result's agreement with the heuristic and the weights' sha256.
 
     python3 benchmarks/bench_bc_portable.py TRACE.npz [--epochs 20] [--repeat 1]
+    python3 benchmarks/bench_bc_portable.py --quick
 
 Run it again under ``OPENBLAS_CORETYPE=Haswell`` (or ``Zen``) and
 ``NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL"``: the default's
@@ -27,7 +28,7 @@ from mlopt.training import train_bc
 
 @contextlib.contextmanager
 def blas():
-    """numpy's own matmul, exp and log in training (what mlopt did before stop 49)."""
+    """numpy's own matmul, exp and log in training (what mlopt did before training became portable)."""
     saved = mlp_train.matmul, mlp_train.portable_math
 
     class NumpyMath:
@@ -51,11 +52,23 @@ def fingerprint(policy) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("trace")
+    ap.add_argument("trace", nargs="?")
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quick", action="store_true",
+                    help="the heuristic's trace of the demo's reduced training split (marisa-trie), 2 epochs")
     args = ap.parse_args()
+    if args.quick:
+        import tempfile
+        from pathlib import Path
+
+        from _common import quick_inputs
+
+        _, args.trace, _ = quick_inputs(Path(tempfile.mkdtemp(prefix="mlopt-bench-bc-")))
+        args.epochs = 2
+    elif args.trace is None:
+        ap.error("give TRACE, or --quick")
     ds = TraceDataset.load(args.trace)
     best: dict[str, float] = {}
     out: dict[str, tuple[str, float]] = {}

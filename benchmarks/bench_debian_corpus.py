@@ -1,6 +1,7 @@
 """The large Debian corpus: built from scratch, then traced with the heuristic.
 
     python3 benchmarks/bench_debian_corpus.py --out /tmp/large   # --jobs 2; --cache DIR (default: fresh)
+    python3 benchmarks/bench_debian_corpus.py --out /tmp/one --quick   # one small package (libyaml)
 
 Builds every package of ``mlopt corpus debian --large`` (the pinned list in
 python/mlopt/corpus/debian_packages.txt) into a fresh cache, so nothing is
@@ -24,10 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
-from mlopt.corpus.debian import DebianConfig, debian_corpus, read_package_list  # noqa: E402
-from mlopt.corpus.manifest import manifest_table, summary  # noqa: E402
-from mlopt.rollouts import trace_corpus  # noqa: E402
+from mlopt.corpus.debian import DebianConfig, PackageSpec, debian_corpus, read_package_list
+from mlopt.corpus.manifest import manifest_table, summary
+from mlopt.rollouts import trace_corpus
 from mlopt.rollouts.trace import summary as trace_summary  # noqa: E402
 
 
@@ -38,10 +38,11 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-trace", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="one small package of the list (libyaml) instead of all")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     cache = args.cache or Path(tempfile.mkdtemp(prefix="cache-", dir=args.out))
-    specs = read_package_list()
+    specs = [PackageSpec("libyaml")] if args.quick else read_package_list()
     config = DebianConfig(llvm=19, jobs=args.jobs)
     started = time.monotonic()
 

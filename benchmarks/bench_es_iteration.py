@@ -2,25 +2,23 @@
 iterations without one saving (measured in the same run, each side on a
 fresh worker pool, so with cold worker caches alike). ``--without``:
 
-- ``template-and-twins`` (stop 38): every candidate's ``.tflite`` built
+- ``template-and-twins``: every candidate's ``.tflite`` built
   afresh (``_build_tflite``) instead of patching one built graph's weights
   (:mod:`mlopt.tflite.template`), and trajectory replay asking the model
   about every logged row instead of letting each candidate's numpy twin
   settle the rows no float32 order can flip
   (:meth:`mlopt.policy.LoadedPolicy.decide`);
-- ``inliner-prefix`` (stop 44): every compile runs the optimizer's passes
+- ``inliner-prefix``: every compile runs the optimizer's passes
   before the inliner again instead of starting from the module they left
   at the module's first compile in the worker ($MLOPT_INLINER_PREFIX_BYTES=0);
-- ``trace-start`` (stop 68): a module's trajectory replay starts empty in
+- ``trace-start``: a module's trajectory replay starts empty in
   each worker instead of from the heuristic's compile that ``mlopt trace``
   cached (``RolloutTask.start_from_trace=False``), so the first candidate
   to reach a module compiles it even when it decides as the heuristic.
 
-    python3 benchmarks/bench_es_iteration.py splits149/train prior20-s0.npz --iterations 6 [--without inliner-prefix] \
-        [--validation splits149/validation --validate-every 2] [--sigma 0.0751 --lr 0.030]
-
-``--side current`` runs only the side with everything on (bench_against_commit.py compares two
-checkouts that way).
+    python3 benchmarks/bench_es_iteration.py splits/train prior.npz --iterations 6 [--without inliner-prefix] \
+        [--validation splits/validation --validate-every 2] [--sigma 0.0751 --lr 0.030]
+    python3 benchmarks/bench_es_iteration.py --quick [--without trace-start]
 
 Both sides must train alike: the script fails if any iteration's training
 delta, update or validation differs. Prints seconds per iteration and
@@ -66,7 +64,7 @@ def run(corpus: Path, prior: Path, args, *, current: bool) -> list[dict]:
                 baseline.update({m: float(v) for m, v in zip(vs.modules, vs.text_size)})
                 validation = [e for e in corpus_entries(args.validation) if e.name in baseline]
             cfg = ESConfig(iterations=args.iterations, modules_per_perturbation=args.modules, seed=args.seed,
-                           lr=args.lr, sigma=args.sigma, objective=args.objective,
+                           perturbations=args.pairs, lr=args.lr, sigma=args.sigma, objective=args.objective,
                            validate_every=args.validate_every if validation else 10**9)
             env = CompilerEnvironment(init.problem, pool, twins=twins,
                                       start_from_trace=current or args.without != "trace-start")
@@ -91,32 +89,36 @@ def run(corpus: Path, prior: Path, args, *, current: bool) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("corpus", type=Path, help="the modules ES trains on (e.g. splits149/train)")
-    ap.add_argument("prior", type=Path, help="the starting policy (.npz), e.g. mlopt policy default-prior's")
+    ap.add_argument("corpus", type=Path, nargs="?", help="the modules ES trains on (e.g. splits/train)")
+    ap.add_argument("prior", type=Path, nargs="?", help="the starting policy (.npz), e.g. mlopt policy default-prior's")
     ap.add_argument("--iterations", type=int, default=6)
     ap.add_argument("--modules", type=int, default=48)
     ap.add_argument("--objective", default="module-rank")
     ap.add_argument("--lr", type=float, default=0.02)
     ap.add_argument("--sigma", type=float, default=ESConfig.sigma, help="ES's sigma (a run's calibrated one: "
                     "its config.json; default: %(default)s)")
+    ap.add_argument("--pairs", type=int, default=None, help="antithetic pairs (default: from the parameter count)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--validation", type=Path, help="validate on these modules (e.g. splits149/validation), "
+    ap.add_argument("--validation", type=Path, help="validate on these modules (e.g. splits/validation), "
                     "as training runs do")
     ap.add_argument("--validate-every", type=int, default=2)
     ap.add_argument("--without", choices=("template-and-twins", "inliner-prefix", "trace-start"),
                     default="template-and-twins",
                     help="the saving the baseline side goes without (default: %(default)s)")
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--side", choices=("both", "current"), default="both",
-                    help="current: only the side with everything on, its iterations written to --json (what "
-                         "bench_against_commit.py runs once per checkout)")
+    ap.add_argument("--quick", action="store_true",
+                    help="the demo's reduced split (train marisa-trie, validate ujson), a 2-epoch BC start, "
+                         "1 iteration of 2 pairs on 4 modules")
     args = ap.parse_args()
-    if args.side == "current":
-        after = run(args.corpus, args.prior, args, current=True)
-        if args.json:
-            args.json.write_text(json.dumps({"current": after}, indent=1) + "\n")
-        return
+    if args.quick:
+        from _common import quick_inputs
+
+        splits, _, args.prior = quick_inputs(Path(tempfile.mkdtemp(prefix="mlopt-bench-es-iteration-")))
+        args.corpus, args.validation = splits / "train", splits / "validation"
+        args.iterations, args.modules, args.validate_every, args.pairs = 1, 4, 1, 2
+    elif args.corpus is None or args.prior is None:
+        ap.error("give CORPUS and PRIOR, or --quick")
     before = run(args.corpus, args.prior, args, current=False)
     after = run(args.corpus, args.prior, args, current=True)
     for a, b in zip(before, after):

@@ -31,7 +31,7 @@ Reported: total time vs stock (the headline), the median and the worst
 module's ratio to stock, and the modules above +10%. The machine may be
 shared: ratios are taken within one run, module by module.
 
-Run:  python3 benchmarks/bench_feature_upkeep.py [--llvm 19] [--reps 3] [--limit N] [--packages lz4,jsonnet]
+Run:  python3 benchmarks/bench_feature_upkeep.py [--llvm 19] [--reps 3] [--limit N] [--packages lz4,jsonnet] [--quick]
       python3 benchmarks/bench_feature_upkeep.py --measure instructions --configs stock,so-mlopt
 """
 
@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 import mlopt
-from _common import random_policy
+from _common import QUICK_HELP, random_policy
 from mlopt.compiler.plugin import clang_flags
 from mlopt.corpus import fetch
 from mlopt.corpus.description import load_corpus
@@ -75,9 +75,9 @@ def commands(packages: list[str] | None, work: Path, llvm: int) -> list[tuple[st
     return out
 
 
-def random_compiled_policy(work: Path, llvm: int) -> Path:
+def random_compiled_policy(work: Path, llvm: int, packages: list[str] | None = None) -> Path:
     """A compiled 64x64 MLP (.so) over a vocab of the corpus' own features."""
-    report = fetch.fetch_corpus()  # the extracted default corpus (cached)
+    report = fetch.fetch_corpus(None, packages)  # the extracted default corpus or those packages (cached)
     mods = load_corpus(report.output, llvm=llvm)[::3]
     logs = [r.log for r in mlopt.compile_many(mods, codegen=False, threads=2)]
     model = random_policy(logs).export(work / "model")
@@ -157,7 +157,10 @@ def main() -> int:
                     help="with --measure instructions: stock's counts from an earlier --save of the same LLVM "
                          "(deterministic; stock is then compiled once natively, for the object comparison; "
                          "modules the file lacks are measured)")
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + ": 2 lz4 sources, 1 round")
     args = ap.parse_args()
+    if args.quick:
+        args.packages, args.limit, args.reps, args.min_seconds = "lz4", 2, 1, 0.0
     if args.measure == "instructions":
         args.reps = 1
     elif args.stock_from:
@@ -167,7 +170,7 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="mlopt-bench-upkeep-"))
     cmds = commands(args.packages.split(",") if args.packages else None, work, args.llvm)[:args.limit]
-    so = random_compiled_policy(work, args.llvm)
+    so = random_compiled_policy(work, args.llvm, ["lz4"] if args.quick else None)
     replays = heuristic_decisions(cmds, args.llvm, work / "replay")
     stock_counts = saved_stock_counts(Path(args.stock_from), args.llvm, cmds) if args.stock_from else None
     logs = work / "logs"

@@ -11,7 +11,8 @@ generates all of its code: no other cache), over all modules and over the
 largest 5% by the heuristic's ``.text``: what the passes before the inliner
 cost, measured in the same run.
 
-    MLOPT_LLVM=19 python3 benchmarks/bench_inliner_prefix.py splits149/train --policy esmr149f-s0/es/best/policy.npz
+    MLOPT_LLVM=19 python3 benchmarks/bench_inliner_prefix.py splits/train --policy runs/es/best/policy.npz
+    python3 benchmarks/bench_inliner_prefix.py --quick
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 os.environ.setdefault("MLOPT_LLVM", "19")
+from _common import QUICK_HELP, quick_corpus  # noqa: E402
 from mlopt.corpus import corpus_entries  # noqa: E402
 
 
@@ -64,13 +66,18 @@ def _shard(args: tuple) -> list[dict]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("corpus", type=Path)
+    ap.add_argument("corpus", type=Path, nargs="?", help="the modules (e.g. a training split); not with --quick")
     ap.add_argument("--policy", type=Path, help="the policy of the resumed compiles (.npz weights, .tflite, "
                     "model directory or .so; default: LLVM's heuristic)")
     ap.add_argument("--limit", type=int, help="a random sample of this many modules (seed 0)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + ": the default corpus' lz4 (4 modules)")
     args = ap.parse_args()
+    if args.quick:
+        args.corpus = quick_corpus()
+    elif args.corpus is None:
+        ap.error("give a corpus, or --quick")
 
     names = [e.name for e in corpus_entries(args.corpus)]
     if args.limit:

@@ -14,7 +14,7 @@ with 1 and 2 workers (threads running the subprocess chains / compiling;
 both start the largest modules first), interleaved, best of --reps. Prints throughput ratios and the per-module
 overhead in ms; the two sides are checked to agree on every size and log.
 
-    python3 benchmarks/bench_inprocess.py [--reps 2] [--limit N]
+    python3 benchmarks/bench_inprocess.py [--reps 2] [--limit N] [--quick]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import mlopt
-from _common import bench_corpus, random_policy
+from _common import QUICK_HELP, QUICK_SDISTS, SDISTS, bench_corpus, random_policy
 from mlopt.compiler.plugin import plugin_path
 
 
@@ -82,12 +82,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--limit", type=int, default=None, help="use only the first N modules")
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + ": lz4's 2 smallest modules, 1 round")
     args = ap.parse_args()
+    if args.quick:
+        args.reps, args.limit = 1, 2
 
     with tempfile.TemporaryDirectory(prefix="mlopt-bench-inprocess-") as tmp:
         work = Path(tmp)
         (work / "corpus").mkdir()
-        paths = bench_corpus(work / "corpus", args.limit)
+        paths = bench_corpus(work / "corpus", args.limit, QUICK_SDISTS if args.quick else SDISTS, smallest=args.quick)
         # opt-19 + llc-19 as the subprocess side runs them (a module without a command
         # line is otherwise compiled as clang -Oz -c would: PIE, SLP on).
         modules = [mlopt.Module(p, opt_level="Oz", reloc_model="static") for p in paths]

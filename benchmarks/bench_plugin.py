@@ -16,7 +16,7 @@ sums over modules.
   tflite-shadow  the same model evaluated at every decision, heuristic decisions
                applied (the model's cost without its decisions' effect)
 
-Run:  python3 benchmarks/bench_plugin.py [--reps 3] [--limit N]
+Run:  python3 benchmarks/bench_plugin.py [--reps 3] [--limit N] [--quick]
 """
 
 from __future__ import annotations
@@ -30,7 +30,16 @@ from pathlib import Path
 import numpy as np
 
 import mlopt
-from _common import bench_corpus, heuristic_traces, print_ratios, random_policy, time_configs
+from _common import (
+    QUICK_HELP,
+    QUICK_SDISTS,
+    SDISTS,
+    bench_corpus,
+    heuristic_traces,
+    print_ratios,
+    random_policy,
+    time_configs,
+)
 from mlopt.compiler.plugin import plugin_path
 from mlopt.problems import inlining
 
@@ -39,10 +48,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--limit", type=int, help="only the first N modules")
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + ": lz4's 2 smallest modules, 1 round")
     args = ap.parse_args()
+    if args.quick:
+        args.reps, args.limit = 1, 2
 
     work = Path(tempfile.mkdtemp(prefix="mlopt-bench-plugin-"))
-    modules = bench_corpus(work, args.limit)
+    names = QUICK_SDISTS if args.quick else SDISTS
+    modules = bench_corpus(work, args.limit, names, smallest=args.quick)
     traces = heuristic_traces(modules, work)
     decisions = sum(len(t) for t in traces)
     model = random_policy(traces).export(work / "model")

@@ -1,8 +1,9 @@
 """Train a regalloc eviction policy against LLVM's RegAllocScore and measure
 it on held-out modules, against LLVM's default eviction advisor measured in
-the same run (issue 15's result, part a):
+the same run:
 
     python3 benchmarks/bench_regalloc_es.py --out /tmp/bra [--iterations 20]
+    python3 benchmarks/bench_regalloc_es.py --out /tmp/bra --quick   # the demo's reduced split, 1 iteration
 
 Steps: the default corpus split (train / validation / held-out), the default
 advisor's eviction logs on the training modules (behavioral-cloning data),
@@ -53,11 +54,15 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--snapshot-every", type=int, default=5, metavar="N",
                     help="save the policy every N iterations to out/snapshots/ (variants for the speed study)")
+    ap.add_argument("--quick", action="store_true", help="the demo's reduced split (train marisa-trie, validate "
+                    "ujson, hold out lz4), 1 BC epoch, 1 ES iteration of 2 pairs on 2 modules")
     args = ap.parse_args()
+    if args.quick:
+        args.iterations, args.perturbations, args.modules, args.bc_epochs = 1, 2, 2, 1
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    train, validation, heldout = demo_splits(out / "splits")
+    train, validation, heldout = demo_splits(out / "splits", small=args.quick)
     with make_pool(args.workers) as pool:
         # Behavioral-cloning data: the default advisor's decisions, logged.
         from mlopt.rollouts import RolloutTask, run_rollouts

@@ -1,4 +1,4 @@
-"""Does the RegAllocScore predict speed? (issue 15's result, part b)
+"""Does the RegAllocScore predict speed?
 
 For each eviction-policy variant (the default advisor first, as the
 baseline measured in the same run) this builds three real programs -- lz4
@@ -13,6 +13,7 @@ Every build must print the default build's checksum (a miscompile check).
 Then Spearman's rho between (a) and (b) across variants, per program.
 
     python3 benchmarks/bench_regalloc_speed.py --policies DIR --out /tmp/brs [--runs 10]
+    python3 benchmarks/bench_regalloc_speed.py --out /tmp/brs --quick   # lz4 on 256 KiB, one random policy
 
 ``--policies``: a directory of policies (.tflite, .so or EvictionPolicy .npz),
 each one variant (names sorted). Prints a JSON summary (also out/speed.json).
@@ -76,14 +77,27 @@ def spearman(a, b) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--policies", type=Path, required=True)
+    ap.add_argument("--policies", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--runs", type=int, default=10, help="timed runs per program and variant")
     ap.add_argument("--clang", default="clang-19")
     ap.add_argument("--no-valgrind", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="lz4 alone on 256 KiB, one random eviction policy "
+                    "(mlopt policy export --problem regalloc --random), 2 runs")
     args = ap.parse_args()
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
+    size = []  # codec_bench's second argument, KiB of input (default 1024)
+    if args.quick:
+        from mlopt.cli import main as mlopt_main
+
+        args.policies, args.runs, size = out / "policies", 2, ["256"]
+        mlopt_main(["policy", "export", "--problem", "regalloc", "--random", "--seed", "1",
+                    "-o", str(args.policies / "seed1"), "--force"])
+        for prog in ("brotli", "zstd"):
+            PROGRAMS.pop(prog)
+    elif args.policies is None:
+        ap.error("give --policies DIR, or --quick")
     progs = bitcode(out, args.clang)
     modules = {p: [mlopt.Module(bc, reloc_model="pic", llvm=19) for bc in bcs] for p, bcs in progs.items()}
     variants: list[tuple[str, object]] = [("default", None)]
@@ -116,22 +130,23 @@ def main() -> int:
         print(f"built {name}: " + ", ".join(f"{p} score {v['score']:.4g}" for p, v in row.items()), flush=True)
     # Correctness: every build prints the default build's checksum.
     for prog in modules:
-        want = subprocess.run([rows["default"][prog]["exe"], "1"], capture_output=True, text=True, check=True).stdout
+        want = subprocess.run([rows["default"][prog]["exe"], "1", *size], capture_output=True, text=True,
+                              check=True).stdout
         for name in rows:
-            got = subprocess.run([rows[name][prog]["exe"], "1"], capture_output=True, text=True)
+            got = subprocess.run([rows[name][prog]["exe"], "1", *size], capture_output=True, text=True)
             rows[name][prog]["correct"] = got.returncode == 0 and got.stdout == want
     # Time: rounds interleaved across variants, so drift hits all alike.
     for _ in range(args.runs):
         for prog in modules:
             for name in rows:
                 t = time.perf_counter()
-                subprocess.run([rows[name][prog]["exe"], str(ROUNDS[prog])], capture_output=True, check=True)
+                subprocess.run([rows[name][prog]["exe"], str(ROUNDS[prog]), *size], capture_output=True, check=True)
                 rows[name][prog].setdefault("times", []).append(time.perf_counter() - t)
     if not args.no_valgrind:
         for prog in modules:
             for name in rows:
                 r = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
-                                    "--cachegrind-out-file=/dev/null", rows[name][prog]["exe"], "1"],
+                                    "--cachegrind-out-file=/dev/null", rows[name][prog]["exe"], "1", *size],
                                    capture_output=True, text=True, check=True)
                 m = re.search(r"I\s+refs:\s+([\d,]+)", r.stderr)
                 rows[name][prog]["instructions"] = int(m.group(1).replace(",", "")) if m else None

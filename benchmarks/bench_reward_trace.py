@@ -1,4 +1,4 @@
-"""How well does the trace reward predict a variant's run, and how much faster is it than running? (issue 24)
+"""How well does the trace reward predict a variant's run, and how much faster is it than running?
 
 For real programs (benchmarks/regalloc_speed/programs.py: lz4 and zstd from
 the default corpus through codec_bench.c; zlib's minigzip, libdeflate's gzip,
@@ -22,6 +22,7 @@ instructions and time, and the estimate's time against running.
 
     python3 benchmarks/bench_reward_trace.py --out /tmp/brt --program zlib,libdeflate,ncompress,cjson \\
         --variants 10 --capped 9 --runs 10 [--policy es=runs/es.so ...]
+    python3 benchmarks/bench_reward_trace.py --out /tmp/brt --quick
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -265,14 +267,20 @@ def main() -> int:
     ap.add_argument("--input-scale", type=int, default=1, metavar="K",
                     help="K times the program's input (a run K times longer; the trace's size and the estimate's "
                          "time should not grow with it)")
+    ap.add_argument("--quick", action="store_true", help="lz4 on 256 KiB, 1 random variant, 2 runs")
     args = ap.parse_args()
+    if args.quick:
+        args.program, args.variants, args.capped, args.runs = "lz4", 1, 0, 2
     names = args.program.split(",")
     unknown = [n for n in names if n not in PROGRAMS]
     if unknown:
         ap.error(f"unknown program(s) {', '.join(unknown)}; known: {', '.join(PROGRAMS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     seeds = policies(args.out, max(args.variants, args.capped))
-    summaries = [study(PROGRAMS[n].scaled(args.input_scale), args.out, args, seeds) for n in names]
+    programs = [PROGRAMS[n].scaled(args.input_scale) for n in names]
+    if args.quick:  # codec_bench's second argument: KiB of input
+        programs = [replace(p, args=(*p.args, "256")) for p in programs]
+    summaries = [study(p, args.out, args, seeds) for p in programs]
     print(f"\n{'program':11} {'variants':>8} {'max err%':>8} {'rho pred~instr':>14} {'rho score~instr':>15} "
           f"{'rho pred~cpu':>12} {'rho cyc~cpu':>11} {'rho blk~cpu':>11} {'rho score~cpu':>13} {'separable':>9} "
           f"{'est s':>6} "

@@ -30,6 +30,7 @@ naive pipeline's and to stock clang's CPU seconds ("per core"), the share of wor
 inside the engine (LLVM + policy), and the cache hit rate.
 
     python3 benchmarks/bench_rollouts.py [--perturbations 3] [--sigma 0.05] [--start random|prior] [--limit N]
+    python3 benchmarks/bench_rollouts.py --quick
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ import numpy as np
 
 os.environ.setdefault("MLOPT_LLVM", "19")  # it times clang-19 -cc1 + the plugin against mlopt on LLVM 19
 import mlopt  # noqa: E402
+from _common import QUICK_HELP, quick_corpus  # noqa: E402
 from mlopt.compiler.plugin import plugin_path  # noqa: E402
-from mlopt.corpus import corpus_entries, fetch_corpus
+from mlopt.corpus import corpus_entries, fetch_corpus  # noqa: E402
 from mlopt.evaluation import text_size
 from mlopt.problems import inlining
 from mlopt.rollouts import RolloutTask, run_rollouts, trace_corpus
@@ -127,12 +129,17 @@ def main() -> int:
     ap.add_argument("--start", choices=("random", "prior"), default="random",
                     help="the policy perturbed: a random MLP, or BC with the heuristic as a prior (ES's start)")
     ap.add_argument("--skip-one-worker", action="store_true", help="leave out the 1-worker uncached run")
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + ": lz4's smallest module, 1 perturbation")
     args = ap.parse_args()
+    if args.quick:
+        args.perturbations, args.skip_one_worker = 1, True
 
-    corpus = fetch_corpus().output
+    corpus = quick_corpus() if args.quick else fetch_corpus().output
     work = Path(tempfile.mkdtemp(prefix="mlopt-bench-rollouts-"))
     # The naive pipeline compiles with opt's default<Oz> (no SLP): compare like with like.
     entries = corpus_entries(corpus)[: args.limit]
+    if args.quick:
+        entries = sorted(entries, key=lambda e: e.size)[:1]  # the smallest module
     print(f"corpus: {len(entries)} modules ({sum(e.size for e in entries) / 1e6:.1f} MB bitcode); "
           f"{args.perturbations + 1} policies ({args.start} start, sigma {args.sigma})", file=sys.stderr)
     pols = policies(corpus, work, args.perturbations, args.sigma, args.start)

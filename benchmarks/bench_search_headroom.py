@@ -10,7 +10,8 @@ worse. The searches start from ``--init``'s own compiles (a policy that
 decides as -Oz does, such as ``mlopt policy default-prior``); the
 combined row takes each module's better search.
 
-    python3 benchmarks/bench_search_headroom.py splits/test --init prior20-s0.npz --evaluations 16,48 --out /tmp/hr
+    python3 benchmarks/bench_search_headroom.py splits/test --init prior.npz --evaluations 16,48 --out /tmp/hr
+    python3 benchmarks/bench_search_headroom.py --quick --out /tmp/hr
 
 Every figure is a total ``.text`` delta vs -Oz in percent (negative =
 smaller), over all the split's modules (those with more than
@@ -27,7 +28,7 @@ again forced to its best decisions, keeping its object, all / C / C++ and
 per package. An ``--init`` without the linkage input (a default prior) is
 given it at zero weights.
 
-    python3 benchmarks/bench_search_headroom.py splits149/test --init prior20-s0.npz --moves callee \
+    python3 benchmarks/bench_search_headroom.py splits/test --init prior.npz --moves callee \
         --problem inlining-linked --linked-shares test-shares.npz --evaluations 16,48,128 --out hr-linked
 """
 
@@ -113,8 +114,8 @@ def linked_check(entries, decisions: dict[str, str], pool) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("corpus", type=Path)
-    ap.add_argument("--init", type=Path, required=True, help="the starting policy's weights (.npz)")
+    ap.add_argument("corpus", type=Path, nargs="?")
+    ap.add_argument("--init", type=Path, help="the starting policy's weights (.npz)")
     ap.add_argument("--evaluations", default="16,48", help="compiles per module, one search per value")
     ap.add_argument("--moves", default="callee,flip")
     ap.add_argument("--max-decisions", type=int, default=3000)
@@ -124,7 +125,16 @@ def main() -> None:
                     help="inlining-linked: the corpus's table of -Oz COMDAT code (built here when missing)")
     ap.add_argument("--workers", type=int)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--quick", action="store_true", help="the demo's reduced test split (lz4, 4 modules) from a "
+                    "2-epoch BC policy, the callee search, 2 compiles per module")
     args = ap.parse_args()
+    if args.quick:
+        from _common import quick_inputs
+
+        splits, _, args.init = quick_inputs(args.out / "inputs")
+        args.corpus, args.evaluations, args.moves = splits / "test", "2", "callee"
+    elif args.corpus is None or args.init is None:
+        ap.error("give CORPUS and --init, or --quick")
     args.out.mkdir(parents=True, exist_ok=True)
     policy = _init_policy(args.init, args.problem)
     linked = policy.problem.objective == "linked_share"

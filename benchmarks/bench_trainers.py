@@ -11,6 +11,7 @@ delta of the policy it chose, and the test .text ratio policy / -Oz.
 The BC policy itself is the first row.
 
     python3 benchmarks/bench_trainers.py [--es-iterations 40] [--search-evaluations 192] [--out DIR]
+    python3 benchmarks/bench_trainers.py --quick
 
 Each trainer writes its run directory under ``--out`` (default a temporary
 directory), with metrics.jsonl; the table is also written as trainers.json.
@@ -43,7 +44,11 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="the demo's reduced corpus")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--quick", action="store_true", help="--small, a 2-epoch BC, 1 ES iteration of 2 pairs on 4 "
+                    "modules, 2 search compiles per module and one imitation")
     args = ap.parse_args()
+    if args.quick:
+        args.small, args.es_iterations, args.perturbations, args.search_evaluations = True, 1, 2, 2
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-trainers-"))
     out.mkdir(parents=True, exist_ok=True)
     train, validation, heldout = demo_splits(out / "splits", args.small)
@@ -69,14 +74,14 @@ def main() -> None:
             print(f"{name}: test {totals['all']['delta_percent']:+.3f}% in {seconds:.0f} s", flush=True)
 
         t = time.perf_counter()
-        bc = train_bc(ds, inlining.PROBLEM, epochs=10)
+        bc = train_bc(ds, inlining.PROBLEM, epochs=2 if args.quick else 10)
         held_out("bc", bc.policy, time.perf_counter() - t, 0, None)
 
         t = time.perf_counter()
         es_dir = out / "es-run"
         open_run(es_dir, force=True)
         cfg = ESConfig(iterations=args.es_iterations, perturbations=args.perturbations, sigma=0.02, lr=0.01,
-                       modules_per_perturbation=16)
+                       modules_per_perturbation=4 if args.quick else 16)
         trainer = ESTrainer(bc.policy, train, baseline, es_dir, cfg, validation=validation, pool=pool)
         metrics = []
 
@@ -95,9 +100,10 @@ def main() -> None:
 
         t = time.perf_counter()
         search_dir = out / "search-run"
+        quick = {"flip_weights": (1.0,), "epochs": 1} if args.quick else {}
         open_run(search_dir, force=True)
         policy, report = search_and_imitate(bc.policy, ds, train, search_dir,
-                                            SearchConfig(evaluations_per_module=args.search_evaluations),
+                                            SearchConfig(evaluations_per_module=args.search_evaluations, **quick),
                                             validate=val, pool=pool, say=lambda s: print(" ", s.strip(), flush=True))
         evaluations = report["evaluations"] + len(train) + len(report["validation"]) * len(validation)
         held_out("search+imitation", policy, time.perf_counter() - t, evaluations, report["train_delta_percent"])

@@ -11,7 +11,7 @@ modules whose log or object differs from LLVM's (none expected) and the
 memo's hits, misses and unmemoized call sites over the corpus. Exit 1 on
 any difference.
 
-Run:  python3 benchmarks/check_feature_upkeep.py --llvm 22 [--packages lz4,jsonnet] [--jobs 2]
+Run:  python3 benchmarks/check_feature_upkeep.py --llvm 22 [--packages lz4,jsonnet] [--jobs 2] [--quick]
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 import mlopt
+from _common import QUICK_HELP
 from bench_feature_upkeep import commands
 from mlopt.compiler.plugin import clang_flags
 
@@ -55,9 +56,11 @@ def main() -> int:
     ap.add_argument("--llvm", type=int, default=19, choices=(19, 22))
     ap.add_argument("--packages", help="comma-separated subset of the default corpus' packages")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + ": 2 lz4 sources")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="mlopt-check-memo-"))
-    cmds = commands(args.packages.split(",") if args.packages else None, work, args.llvm)
+    cmds = commands(["lz4"] if args.quick else args.packages.split(",") if args.packages else None, work, args.llvm)
+    cmds = cmds[:2] if args.quick else cmds
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda a: compile_all(args.llvm, work, *a),
                                 [(k, cmd, cwd) for k, (_, cmd, cwd) in enumerate(cmds)]))

@@ -1,24 +1,19 @@
-"""Policies and fixed rules on a corpus, by two measures: the sum of the
-modules' ``.text`` (every other figure in benchmarks/README.md) and the
-package-linked estimate (``mlopt eval --linked``, evaluation/linked.py:
-each package's COMDAT code counted once, as a linker keeps it).
+"""Policies on a corpus by two measures, and the one-site-linkonce rule:
+the sum of the modules' ``.text`` (what the other benchmarks report) and
+the package-linked estimate (``mlopt eval --linked``, evaluation/linked.py:
+each package's COMDAT code counted once, as a linker keeps it), both
+against -Oz compiled in the same run. Every module is compiled once per
+policy and once with the heuristic, keeping the objects (no cache).
 
-A rule ``L:U:D`` (mlopt.problems.inlining_linkage.site_rule.SiteRule) inlines
-where the heuristic does, and also at the sites it declines whose callee's
-linkage class is in ``L`` (external, local, linkonce, available_externally,
-other, or 0-4; comma-separated), with at most ``U`` users
-(``callee_users``), and ``cost_estimate - threshold < D``.
-Every module is compiled once per policy and once with the heuristic,
-keeping the objects (no cache).
+    python3 benchmarks/linked_estimate.py splits/validation --policy es-s0=best-s0-model \
+        --policy es-s1=best-s1-model --package-call-sites sites.npz --out val.json
+    python3 benchmarks/linked_estimate.py --from val.json --packages
+    python3 benchmarks/linked_estimate.py --quick
 
-    python3 benchmarks/linked_estimate.py splits149/validation --policy es-s0=best-s0-model \\
-        --rule linkonce2-d100=2:2:100 --rule linkonce2-d1000=2:2:1000 --out val.json
-
-With ``--package-call-sites FILE`` (a table of
-``mlopt.rollouts.build_package_call_sites`` over the corpus's packages) every
-policy and rule also gets the one-site-linkonce rule's forced decisions
-(problems/inlining_linked/call_sites.py), and a row ``-Oz+one-site`` is the
-heuristic with the rule alone.
+With ``--package-call-sites FILE`` (``mlopt corpus call-sites`` over the
+corpus's packages) every policy also gets the one-site-linkonce rule's
+forced decisions (problems/inlining_linked/call_sites.py), and a row
+``-Oz+one-site`` is the heuristic with the rule alone.
 
 Figures: delta vs -Oz in percent, negative = smaller, all / C / C++, and
 with ``--packages`` per package. Policies named ``GROUP-sN`` (one per seed
@@ -39,7 +34,6 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("MLOPT_LLVM", "19")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 import mlopt  # noqa: E402
 from mlopt._native import default_llvm  # noqa: E402
 from mlopt.corpus import corpus_entries  # noqa: E402
@@ -47,16 +41,15 @@ from mlopt.corpus.debian import language_of  # noqa: E402
 from mlopt.corpus.elf import TextSection, text_sections  # noqa: E402
 from mlopt.evaluation.linked import linked_text  # noqa: E402
 from mlopt.evaluation.report import package_name  # noqa: E402
-from mlopt.problems.inlining_linkage.site_rule import SiteRule  # noqa: E402
 
 _POLICIES: dict = {}
 _CALL_SITES: list = []  # the one-site-linkonce rule's table, when given
 
 
-def _init(specs: list[tuple[str, str, str]], call_sites: str | None = None) -> None:
+def _init(specs: list[tuple[str, str]], call_sites: str | None = None) -> None:
     _POLICIES["-Oz"] = None
-    for name, kind, value in specs:
-        _POLICIES[name] = SiteRule.parse(value) if kind == "rule" else mlopt.load_policy(value)
+    for name, value in specs:
+        _POLICIES[name] = mlopt.load_policy(value)
     if call_sites:
         from mlopt.problems.inlining_linked.call_sites import PackageCallSites
 
@@ -98,11 +91,10 @@ def _spread(values: list[float]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="example: python3 benchmarks/linked_estimate.py splits149/test "
-                                        "--policy es=best-model --rule r=2:2:100")
+                                 epilog="example: python3 benchmarks/linked_estimate.py splits/test "
+                                        "--policy es=best-model --package-call-sites sites.npz")
     ap.add_argument("corpus", type=Path, nargs="?", help="the corpus to compile (not with --from)")
     ap.add_argument("--policy", action="append", default=[], metavar="NAME=PATH", help="a policy (model, .so)")
-    ap.add_argument("--rule", action="append", default=[], metavar="NAME=L:U:D", help="a fixed rule (docstring)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--packages", action="store_true", help="also per package")
     ap.add_argument("--package-call-sites", type=Path, metavar="FILE",
@@ -110,9 +102,24 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="write the figures and every module's code sections here (JSON)")
     ap.add_argument("--from", dest="source", type=Path, metavar="JSON",
                     help="report from an earlier --out file instead of compiling")
+    ap.add_argument("--quick", action="store_true", help="the demo's reduced validation split (ujson, C++) and "
+                    "the one-site-linkonce rule (its table built here)")
     args = ap.parse_args()
-    if (args.corpus is None) == (args.source is None) or (args.source and (args.policy or args.rule)):
-        print("linked_estimate: give a corpus (with --policy/--rule) or --from JSON alone", file=sys.stderr)
+    if args.quick:
+        import tempfile
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _common import quick_splits
+        from mlopt.rollouts import build_package_call_sites
+        from mlopt.workers import make_pool
+
+        work = Path(tempfile.mkdtemp(prefix="mlopt-linked-estimate-"))
+        args.corpus = quick_splits(work) / "validation"
+        args.packages, args.package_call_sites = True, work / "sites.npz"
+        with make_pool(args.workers) as pool:
+            build_package_call_sites(corpus_entries(args.corpus), pool=pool, quiet=True).save(args.package_call_sites)
+    if (args.corpus is None) == (args.source is None) or (args.source and args.policy):
+        print("linked_estimate: give a corpus (with --policy) or --from JSON alone", file=sys.stderr)
         return 2
     if args.source:
         try:
@@ -125,19 +132,12 @@ def main() -> int:
             return 2
         return report(saved["llvm"], saved["corpus"], rows, names, args.packages, None)
     specs = []
-    for kind, items in (("policy", args.policy), ("rule", args.rule)):
-        for item in items:
-            name, sep, value = item.partition("=")
-            if not sep or not name or not value:
-                print(f"linked_estimate: --{kind} {item!r}: expected NAME=VALUE", file=sys.stderr)
-                return 2
-            if kind == "rule":
-                try:
-                    SiteRule.parse(value)
-                except ValueError as e:
-                    print(f"linked_estimate: --rule {item!r}: {e}", file=sys.stderr)
-                    return 2
-            specs.append((name, kind, value))
+    for item in args.policy:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            print(f"linked_estimate: --policy {item!r}: expected NAME=VALUE", file=sys.stderr)
+            return 2
+        specs.append((name, value))
     entries = corpus_entries(args.corpus)
     start = time.perf_counter()
     rows = {}
@@ -151,7 +151,7 @@ def main() -> int:
             rows[name] = (lang, {k: [TextSection(*s) for s in v] for k, v in sections.items()})
             if i % 200 == 0 or i == len(entries):
                 print(f"  {i}/{len(entries)} modules, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    names = ["-Oz", *(n for n, _, _ in specs), *([ONE_SITE] if call_sites else [])]
+    names = ["-Oz", *(n for n, _ in specs), *([ONE_SITE] if call_sites else [])]
     return report(default_llvm(), str(args.corpus), rows, names, args.packages, args.out)
 
 

@@ -1,7 +1,7 @@
 """Soak: thousands of in-process compiles with mixed policies, watching
 memory and determinism.
 
-    python3 benchmarks/soak.py [--compiles 2000] [--threads 2]
+    python3 benchmarks/soak.py [--compiles 2000] [--threads 2] [--quick]
 
 Rounds of mlopt.compile_many over the lz4 + brotli modules (35), cycling
 through three policies: a compiled .so, the same model as .tflite (LiteRT),
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import mlopt
-from _common import bench_corpus
+from _common import QUICK_HELP, QUICK_SDISTS, bench_corpus
 
 
 def rss_mb() -> tuple[float, float]:
@@ -40,10 +40,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compiles", type=int, default=2000)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + ": lz4's 2 smallest modules, 6 rounds")
     args = ap.parse_args()
+    if args.quick:
+        args.compiles = 12
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        paths = bench_corpus(work, names=("lz4", "brotli"))
+        paths = bench_corpus(work, 2 if args.quick else None, QUICK_SDISTS if args.quick else ("lz4", "brotli"),
+                             smallest=args.quick)
         modules = [mlopt.Module(p) for p in paths]
         base = mlopt.compile_many(modules, threads=args.threads)
         vocab = mlopt.Vocab.from_logs([r.log for r in base if r.log is not None], num_buckets=100)

@@ -3,7 +3,8 @@
  * build time: -DCODEC_LZ4, -DCODEC_BROTLI or -DCODEC_ZSTD), checks the
  * round trip, and prints a checksum of the compressed bytes (equal for
  * every correct build: a miscompile shows up as another checksum or a
- * failed round trip). Usage: codec_bench [rounds] (default 3). */
+ * failed round trip). Usage: codec_bench [rounds [KiB]] (default 3 rounds of
+ * 1024 KiB). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,7 @@ static uint64_t fnv(const unsigned char *p, size_t n) {
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
-  const size_t n = 1 << 20;
+  const size_t n = (size_t)(argc > 2 ? atoi(argv[2]) : 1024) << 10;
   unsigned char *in = malloc(n), *back = malloc(n);
   size_t cap = 2 * n + 65536;
   unsigned char *out = malloc(cap);
