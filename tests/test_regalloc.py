@@ -1,4 +1,4 @@
-"""Regalloc eviction (issue 15, first part): the problem's tensors are what
+"""Regalloc eviction: the problem's tensors are what
 stock llc sends on its eviction interactive channel, and the eviction
 policy network (shared per-candidate encoder, masked argmax) decides the
 same in numpy, as .tflite and as a compiled .so, and drives stock llc."""

@@ -1,5 +1,5 @@
 """Regalloc eviction policies inside stock llc-19 / clang-19 (the plugin) and
-the in-process engine (issue 15): mlopt's analysis runs LLVM's own ML
+the in-process engine: mlopt's analysis runs LLVM's own ML
 eviction advisor over an in-process channel, validates every reply, writes
 development-mode eviction logs with the function's RegAllocScore as reward.
 

@@ -1,4 +1,4 @@
-"""The trace-based speed reward (issue 24): the BB address map reader against
+"""The trace-based speed reward: the BB address map reader against
 llvm-readobj-19, a small program (tests/fixtures/reward_prog.c) built with
 `mlopt reward build-flags` by clang-19 twice -- the default eviction advisor
 and a random EvictionPolicy loaded by the plugin -- traced once under

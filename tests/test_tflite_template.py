@@ -41,7 +41,7 @@ def _with_weights(policy: MLPPolicy, rng) -> MLPPolicy:
     ("inlining-default", False, (12, 12), False), ("toy_template", True, (7,), True)])
 def test_patched_graph_is_the_fresh_build(problem, zscore, hidden, logits):
     # TOY by name: passed as a parameter, its three TensorSpecs (mask, progress, index) were the 3 instances
-    # nanobind's exit check reported leaked after the full suite (matched by address; stop 56)
+    # nanobind's exit check reported leaked after the full suite (matched by address)
     problem = TOY if problem == TOY.name else get(problem)
     template._TEMPLATES.clear()
     rng = np.random.default_rng(1)

@@ -350,25 +350,7 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
       .def_prop_ro("prefix_hits", [](SizeCache &C) { return C.prefixes().hits(); })
       .def_prop_ro("prefix_misses", [](SizeCache &C) { return C.prefixes().misses(); })
       .def_prop_ro("hits", &TextSizeCache::hits)
-      .def_prop_ro("misses", &TextSizeCache::misses)
-      .def("enable_simplification_probe", &TextSizeCache::enableProbe)
-      .def_prop_ro("simplification_probe", [](SizeCache &C) -> nb::object {
-        SimplificationProbe *P = C.probe();
-        if (!P)
-          return nb::none();
-        SimplificationProbe::Tally T = P->tally();
-        nb::dict D;
-        D["compiles"] = T.Compiles;
-        D["runs"] = T.Runs;
-        D["hits"] = T.Hits;
-        D["unmemoizable"] = T.Unmemoizable;
-        D["run_seconds"] = T.RunSeconds;
-        D["hit_seconds"] = T.HitSeconds;
-        D["key_seconds"] = T.KeySeconds;
-        D["optimizer_seconds"] = T.OptimizerSeconds;
-        D["codegen_seconds"] = T.CodegenSeconds;
-        return D;
-      });
+      .def_prop_ro("misses", &TextSizeCache::misses);
 
   m.def(
       "section_name_hash", [](const std::string &Name) { return llvm::xxh3_64bits(Name); },

@@ -20,6 +20,8 @@ GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, cmake, rollouts, trai
 EPILOG = """\
 examples:
   mlopt doctor                                  # what this installation has, per LLVM major
+  mlopt demo --small                            # the recipe on the default corpus, end to end
+  mlopt recipe corpus/ -o recipe/ --no-train    # the package rule on your corpus, checked in clang
   mlopt log stats inline.log
   opt-19 -load-pass-plugin=$(mlopt plugin-path --llvm 19) -mlopt-inline-training-log=x.log \\
       -passes='default<Oz>' in.bc -o out.bc

@@ -203,24 +203,6 @@ class TextSizeCache:
         self.replay.add(_replay_key(module, pipeline, ir2vec_vocab or "", linkage),
                         CompileResult(module.name, int(text_size), decisions, defaults, parsed, bytes(log_bytes)))
 
-    def enable_simplification_probe(self) -> None:
-        """Measure, from now on, what memoizing the function simplification
-        that the inliner's walk runs could save (measuring only: the
-        compiles' results do not change; docs/notes/simplification-memo.md,
-        ``benchmarks/bench_simplification_share.py``). Call before compiling."""
-        self._cache.enable_simplification_probe()
-
-    @property
-    def simplification_probe(self) -> dict | None:
-        """With the probe enabled, totals over the compiles that ran LLVM
-        since: ``compiles``; ``runs`` of the simplification pipeline in the
-        inliner's walk and their ``run_seconds``; ``hits`` (runs whose memo
-        key an earlier compile saw) and their ``hit_seconds``;
-        ``unmemoizable`` runs (multi-function SCCs, debug info);
-        ``key_seconds`` spent on keys (outside ``run_seconds``);
-        ``optimizer_seconds`` and ``codegen_seconds``. None without it."""
-        return self._cache.simplification_probe
-
 
 def _resolve_policy(policy, vocab: str = ""):
     """(C++ policy pool, python callable) for a policy argument, checked

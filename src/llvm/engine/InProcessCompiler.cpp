@@ -5,7 +5,6 @@
 #include "InlinerPrefixSkip.h"
 #include "MLoptInlineAdvisor.h"
 #include "ObjectTextSize.h"
-#include "SimplificationProbe.h"
 #include "TextSizeCache.h"
 #include "ToolSetup.h"
 #include "TraceableCodegen.h"
@@ -24,8 +23,6 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <chrono>
 
 using namespace llvm;
 
@@ -209,16 +206,6 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
                        Diags.Warnings);
   if (Prefix)
     Diags.Warnings = Prefix->Warnings;
-  // Measuring only (SimplificationProbe.h): what a memo of the walk's function
-  // simplification could save.
-  std::optional<SimplificationProbe::Session> Probing;
-  if (Options.Cache && Options.Cache->probe() && !Options.Regalloc && !Options.TraceableCodegen)
-    Probing.emplace(*Options.Cache->probe(),
-                    PrefixKey ? *PrefixKey : InlinerPrefixCache::key(Bitcode, Options));
-  using Clock = std::chrono::steady_clock;
-  auto Since = [](Clock::time_point T) {
-    return std::chrono::duration<double>(Clock::now() - T).count();
-  };
   // Verified when it was loaded (loadModule); a recorded prefix is LLVM's own output.
   std::unique_ptr<Module> M =
       parseModule(Ctx, Prefix ? Prefix->Bitcode : Bitcode, Name, /*Verify=*/false);
@@ -256,13 +243,8 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
     State.MAM = &Passes.MAM();
     if (PrefixSkip)
       PrefixSkip->registerCallbacks(Passes.instrumentation());
-    if (Probing)
-      Probing->registerCallbacks(Passes.instrumentation());
     CurrentScope Scope(State);
-    Clock::time_point OptimizerStart = Clock::now();
     Passes.run(*M, Options.Pipeline);
-    if (Probing)
-      Probing->addOptimizerSeconds(Since(OptimizerStart));
     // Advisors flush the log when the analysis managers drop them.
   }
   if (State.Log) {
@@ -295,7 +277,6 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
   }
 
   if (Options.CodeGenLevel >= 0) {
-    Clock::time_point CodegenStart = Clock::now();
     std::unique_ptr<TargetMachine> TM =
         createCodeGenTargetMachine(*M, Options.CodeGenLevel, Options.RelocModel);
     M->setDataLayout(TM->createDataLayout());
@@ -342,8 +323,6 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
                                        /*Redone=*/!Stubs);
     }
     ObjectCodeSize Size = objectCodeSize(Object, Name, Options.GroupedCode);
-    if (Probing)
-      Probing->addCodegenSeconds(Since(CodegenStart));
     if (CacheKey)
       Options.Cache->insert(*CacheKey, Size);
     Out.TextSize = Size.Text;

@@ -17,9 +17,6 @@
 // the inliner leave it (InlinerPrefixCache.h), up to that many bytes, and
 // later compiles of the same input and options start from it.
 //
-// enableProbe() attaches a SimplificationProbe: compiles then measure what
-// memoizing function simplification could save (nothing else changes).
-//
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_LLVM_TEXTSIZECACHE_H
 #define MLOPT_LLVM_TEXTSIZECACHE_H
@@ -27,12 +24,10 @@
 #include "FunctionCodeReuse.h"
 #include "InlinerPrefixCache.h"
 #include "ObjectTextSize.h"
-#include "SimplificationProbe.h"
 
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -63,19 +58,12 @@ public:
   bool perFunction() const { return PerFunction; }
   FunctionCodeCache &functions() { return Functions; }
   InlinerPrefixCache &prefixes() { return Prefixes; }
-  /// Not thread-safe against running compiles: call before compiling.
-  void enableProbe() {
-    if (!Probe)
-      Probe = std::make_unique<SimplificationProbe>();
-  }
-  SimplificationProbe *probe() const { return Probe.get(); }
 
 private:
   size_t Capacity;
   bool PerFunction;
   FunctionCodeCache Functions;
   InlinerPrefixCache Prefixes;
-  std::unique_ptr<SimplificationProbe> Probe;
   mutable std::mutex Lock;
   std::map<Key, ObjectCodeSize> Sizes;
   std::deque<Key> Order;
