@@ -84,15 +84,15 @@ def render_page(results: list[dict]) -> str:
 
 
 def render_readme_table(results: list[dict]) -> str:
-    lines = [BEGIN, "| problem | recipe | result (package-linked `.text`, test packages) | against | LLVM | "
-                    "command |", "|---|---|---|---|---|---|"]
+    lines = [BEGIN, "| problem | recipe | package-linked `.text` | against | test packages (never seen) | LLVM | "
+                    "command |", "|---|---|---|---|---|---|---|"]
     for r in results:
         for run in r["runs"]:
             for row in run["configs"]:
                 if row["config"] == "policy_alone":
                     continue
                 lines.append(f"| {r['problem']} | {row['label']} | **{_pct(row['linked'])}** | `{r['baseline']}` | "
-                             f"{run['llvm']} | `{r['command']}` |")
+                             f"{', '.join(run['test_packages'])} | {run['llvm']} | `{r['command']}` |")
     lines.append(END)
     return "\n".join(lines)
 
