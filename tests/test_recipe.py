@@ -48,7 +48,9 @@ def test_demo_reduced_mode_outputs_are_consistent(tmp_path, capsys):
     assert result["es"]["iterations"] == 1
     assert result["es"]["best_validation_delta_percent"] <= result["es"]["validation_start"]
     policy = mlopt.load_policy(result["files"]["policy_so"])
-    assert policy.problem.name == "inlining-linked"  # ES from the -Oz prior with the linkage input
+    # ES trained inlining-linked (the linkage input, paid the linked share); a loaded policy's problem is
+    # read from its inputs, which are inlining-linkage's
+    assert result["es"]["problem"] == "inlining-linked" and policy.problem.name == "inlining-linkage"
     assert {p.rsplit("/", 1)[1] for p in result["files"]["plots"]} >= {"delta_distribution.png",
                                                                        "training_curve.png"}
     # the rule: counted over every package, a decisions file per package for stock clang
@@ -81,7 +83,10 @@ def test_demo_reduced_mode_outputs_are_consistent(tmp_path, capsys):
     assert "-Oz + the rule (no model)" in text and "the trained policy alone" in text
     assert ("shipped: the rule alone; training did not beat it on validation" in text) == (
         result["shipped"] == "rule")
+    before = (tmp_path / "d" / "demo.json").read_bytes()
     assert main(["demo", "--small", "-o", str(tmp_path / "d")]) == 1  # never over an earlier demo silently
+    out = capsys.readouterr()
+    assert out.out == "" and "demo.json exists" in out.err and (tmp_path / "d" / "demo.json").read_bytes() == before
     assert main(["demo", "--small", "-o", str(tmp_path / "d"), "--force", "--quiet", "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["test"] == result["test"] and again["validation"] == result["validation"]  # same seed, same bytes

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..corpus import PACKAGES, corpus_entries, fetch_corpus, split_corpus
+from ..errors import OutputExistsError
 from .recipe import RecipeConfig, format_recipe, run_recipe
 from .recipe import language_totals as recipe_language_totals
 
@@ -59,6 +60,8 @@ def run_demo(out: str | os.PathLike, config: RecipeConfig, *, small: bool = Fals
              say: Callable[[str], None] = print, quiet: bool = False) -> dict:
     """The recipe on the default corpus (its reduced mode with ``small``); writes ``out/demo.json``."""
     out = Path(out)
+    if (out / "demo.json").exists() and not force:  # before anything in it is touched
+        raise OutputExistsError(str(out / "demo.json"))
     say("[   0.0 s] corpus: fetching and building the default corpus" + (" (reduced)" if small else ""))
     demo_splits(out / "splits", small)
     return run_recipe(out / "splits", out, config, languages={p.name: p.language for p in PACKAGES}, force=force,

@@ -8,14 +8,16 @@ a fixed sigma 0.05), lr 0.02 at sigma 0.05 and scaled with the calibrated
 sigma (the step keeps its length in ranks), 48 modules an iteration, each
 module ranking the candidates (``module-rank``: -0.46% against total's
 -0.31%). Problems the recipe was not measured on (regalloc and its trace
-rewards) keep the earlier settings (:data:`OTHER`) and a fixed sigma."""
+rewards) keep the earlier settings (:data:`OTHER`) and a fixed sigma.
+Light: the command line reads it while building its parser."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..policy import MLPPolicy
-from .sigma_calibration import calibrate_sigma, flip_probe
+if TYPE_CHECKING:
+    from ..policy import MLPPolicy
 
 FLIP_SHARE = 0.06
 RECIPE = {"lr": 0.02, "objective": "module-rank", "modules": 48}
@@ -44,6 +46,8 @@ def recipe_sigma(policy: MLPPolicy, trace, modules: set[str], lr: float, share: 
     """The sigma whose perturbations change ``share`` of ``modules`` (names of the
     trace's modules to draw from: the training modules, not the excluded ones),
     on the heuristic's trace (the same bits on any machine), and ``lr`` scaled to it."""
+    from .sigma_calibration import calibrate_sigma, flip_probe
+
     probe = flip_probe(policy, trace.columns, trace.module_rows,
                        among=[i for i, m in enumerate(trace.modules) if m in modules])
     cal = calibrate_sigma(policy, probe, share, start=REFERENCE_SIGMA, samples=16)
