@@ -39,12 +39,6 @@ BUDGET = RecipeConfig(iterations=8, perturbations=8, modules=16)
 REDUCED = RecipeConfig(iterations=1, perturbations=2, modules=4, bc_epochs=5)
 
 
-def demo_packages(small: bool = False) -> dict[str, list[str]]:
-    """The packages of each side (train, validation, test)."""
-    split = SMALL_SPLIT if small else SPLIT
-    return {side: sorted(p for p, s in split.items() if s == side) for side in SIDES}
-
-
 def demo_splits(splits: Path, small: bool = False) -> tuple[list, list, list]:
     """The default corpus (its reduced mode with ``small``), split by package
     into ``splits/train``, ``splits/validation`` and ``splits/test`` as

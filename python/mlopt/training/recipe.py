@@ -226,7 +226,8 @@ def _train(splits: Path, out: Path, config: RecipeConfig, train: list, validatio
     (policy.so, its validation delta, report)."""
     llvm = default_llvm()
     stage(f"trace: the heuristic's decisions on the training split (LLVM {llvm}); the packages' -Oz COMDAT code")
-    ds = trace_corpus(splits / "train", pool=pool, quiet=quiet)
+    # with the callee's linkage logged: BC reads its 38 features of it, the calibration the start's 39
+    ds = trace_corpus(splits / "train", pool=pool, quiet=quiet, callee_linkage=True)
     ds.save(out / "trace.npz", force=True)
     # the linked-share table over training and validation (named in $MLOPT_LINKED_SHARES before the pool started)
     shares, baseline = build_linked_shares(train + validation, pool=pool, quiet=quiet, skip_failed=True)
@@ -246,8 +247,7 @@ def _train(splits: Path, out: Path, config: RecipeConfig, train: list, validatio
     start = load_weights(out / "start.npz", LINKED.name)
 
     recipe = defaults(LINKED)
-    linkage_trace = trace_corpus(splits / "train", pool=pool, quiet=True, callee_linkage=True)
-    calibrated = recipe_sigma(start, linkage_trace, set(baseline), recipe["lr"])
+    calibrated = recipe_sigma(start, ds, set(baseline), recipe["lr"])
     es_cfg = ESConfig(iterations=config.iterations, perturbations=config.perturbations, sigma=calibrated.sigma,
                       lr=calibrated.lr, modules_per_perturbation=config.modules or recipe["modules"],
                       objective=recipe["objective"], seed=config.seed)
