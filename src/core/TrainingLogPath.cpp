@@ -25,8 +25,15 @@ std::string trainingLogModuleName(const std::string &SourceFile, const std::stri
   return Name.empty() ? std::string("module") : Name;
 }
 
-std::string expandTrainingLogPath(const std::string &Pattern, const std::string &SourceFile,
-                                  const std::string &ModuleId) {
+std::string linkTimeModuleName(const std::string &Output, bool ThinLTOBackend,
+                               const std::string &SourceFile, const std::string &ModuleId) {
+  std::string Link = trainingLogModuleName(Output.empty() ? std::string("a.out") : Output, "");
+  if (!ThinLTOBackend)
+    return Link + ".lto";
+  return Link + ".thinlto/" + trainingLogModuleName(SourceFile, ModuleId);
+}
+
+std::string expandTrainingLogPath(const std::string &Pattern, const std::string &ModuleName) {
   std::string P = Pattern;
   if (!P.empty() && P.back() == '/')
     P += "%m.log";
@@ -38,7 +45,7 @@ std::string expandTrainingLogPath(const std::string &Pattern, const std::string 
     }
     char C = P[I + 1];
     if (C == 'm')
-      Out += trainingLogModuleName(SourceFile, ModuleId);
+      Out += ModuleName;
     else if (C == 'p')
       Out += std::to_string(::getpid());
     else if (C == '%')

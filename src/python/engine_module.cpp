@@ -167,7 +167,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
                         unsigned RegallocMaxEvictions, const std::string &FeatureUpkeep,
                         bool CallableDefault, bool TraceableCodegen,
                         const std::map<std::string, int> &ForcedCallees, bool CallableLinkage,
-                        bool LogLinkage, bool Grouped) {
+                        bool LogLinkage, bool Grouped, bool LinkTimeCodegen) {
   CompileOptions Options;
   Options.Pipeline = Pipeline;
   Options.CodeGenLevel = CodeGenLevel;
@@ -181,6 +181,7 @@ nb::dict compileBinding(const EngineModule &M, const std::string &Pipeline, int 
   Options.TraceableCodegen = TraceableCodegen;
   Options.LogCalleeLinkage = LogLinkage;
   Options.GroupedCode = Grouped;
+  Options.LinkTimeCodegen = LinkTimeCodegen;
   if (Forced.find_first_not_of("01") != std::string::npos)
     throw nb::value_error("forced decisions must be a string of '0' and '1'");
   Options.ForcedDecisions = Forced;
@@ -363,7 +364,7 @@ MLOPT_NB_MODULE(MLOPT_ENGINE_MODULE, m) {
         "regalloc_callable"_a.none() = nb::none(), "regalloc_max_evictions"_a = 100u,
         "feature_upkeep"_a = "mlopt", "callable_default"_a = false, "traceable_codegen"_a = false,
         "forced_callees"_a = std::map<std::string, int>(), "callable_linkage"_a = false,
-        "log_linkage"_a = false, "grouped_code"_a = false);
+        "log_linkage"_a = false, "grouped_code"_a = false, "link_time_codegen"_a = false);
   m.attr("regalloc_supported") = regallocSupported();
   m.attr("regalloc_source_version") = regallocSourceVersion();
 

@@ -1,5 +1,5 @@
 """``mlopt doctor``: what this installation has, per LLVM major (pass plugin,
-in-process engine, regalloc eviction, IR2Vec), the LiteRT runtime, the LLVM
+in-process engine, regalloc eviction, IR2Vec, lld for LTO), the LiteRT runtime, the LLVM
 tools found on the machine and where mlopt keeps its caches; ``--json`` for
 machines. It only looks: nothing is built, fetched or written. A part that is
 missing is named with why and what to do (warnings); the exit status is 0 as
@@ -19,7 +19,7 @@ from ._common import add_command
 
 IR2VEC_SINCE = 21  # LLVM's IR2Vec embeddings for the inliner
 REGALLOC_MAJORS = (19,)  # mlopt's regalloc eviction advisor
-TOOLS = ("clang", "opt", "llc", "llvm-config")
+TOOLS = ("clang", "opt", "llc", "llvm-config", "ld.lld")
 
 
 def _engine_facts(major: int) -> dict:
@@ -59,7 +59,11 @@ def collect() -> dict:
                  "tools": _tools(major)}
         built = facts["engine"] is not None
         facts["ir2vec"] = built and major >= IR2VEC_SINCE
+        facts["lto"] = facts["plugin"] is not None and facts["tools"]["ld.lld"] is not None
         majors[str(major)] = facts
+        if facts["plugin"] is not None and facts["tools"]["ld.lld"] is None:
+            warnings.append(f"LLVM {major}: no ld.lld-{major}: LTO builds with the plugin need lld "
+                            f"(apt-get install lld-{major})")
         if not built and facts["tools"]["llvm-config"]:
             warnings.append(f"LLVM {major} is installed but mlopt was built without it: reinstall mlopt")
         elif not built:
@@ -112,6 +116,8 @@ def _text(facts: dict) -> str:
         none = "not built" if int(major) in REGALLOC_MAJORS else "no (LLVM 19 only)"
         lines.append(f"  regalloc: {show(regalloc, none)}")
         lines.append(f"  IR2Vec:   {show(f['ir2vec'], 'no' if f['engine'] else 'not built')}")
+        lto = f["lto"] and f"yes (ld.lld-{major}: full LTO and ThinLTO)"
+        lines.append(f"  LTO:      {show(lto, 'no (needs the plugin and ld.lld-' + major + ')')}")
         found = [f"{t}-{major}" for t, p in f["tools"].items() if p]
         lines.append(f"  tools:    {' '.join(found) or 'none found'}")
     lines.append("trace reward: block order "

@@ -26,6 +26,9 @@ def cmd_clang_flags(args) -> int:
     log = args.training_log
     if log is not None and os.path.isdir(log) and not log.endswith("/"):
         log += "/"  # an existing directory: one log per translation unit
+    if args.lto is not None and log is not None and not log.endswith("/") and "%m" not in log:
+        raise UsageError(f"--training-log {log}: with --lto the compile and the link each write a log; give a "
+                         "directory (ending in '/') or a pattern with %m")
     if args.replay is not None and "%m" not in args.replay:
         decisions = open(args.replay, "rb").read() if os.path.isfile(args.replay) else None
         if decisions is None:
@@ -35,9 +38,14 @@ def cmd_clang_flags(args) -> int:
             raise UsageError(f"--replay {args.replay}: byte {bad} is not a decision ('0' or '1') nor whitespace")
     if args.callee_decisions is not None:
         _check_callee_decisions(args.callee_decisions)
-    print(clang_flags_string(training_log=log, model=args.model, overwrite_log=args.overwrite_log,
-                             ir2vec_vocab=args.ir2vec_vocab, regalloc_model=args.regalloc_model,
-                             replay=args.replay, callee_decisions=args.callee_decisions))
+    try:
+        text = clang_flags_string(training_log=log, model=args.model, overwrite_log=args.overwrite_log,
+                                  ir2vec_vocab=args.ir2vec_vocab, regalloc_model=args.regalloc_model,
+                                  replay=args.replay, callee_decisions=args.callee_decisions, lto=args.lto,
+                                  llvm=args.llvm)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(text)
     return 0
 
 
@@ -72,7 +80,12 @@ def register(sub) -> None:
                          "clang-22 -Oz $(mlopt clang-flags --llvm 22 --ir2vec-vocab v.json --training-log l/) -c a.c",
                          "clang-19 -Oz $(mlopt clang-flags --llvm 19 --model policy.so --replay found.txt) -c a.c",
                          "clang++-19 -Oz $(mlopt clang-flags --llvm 19 --callee-decisions rules/pkg.txt) -c a.cc"
-                         "   # mlopt corpus call-sites ... --callee-decisions rules/"])
+                         "   # mlopt corpus call-sites ... --callee-decisions rules/",
+                         'F="$(mlopt clang-flags --llvm 19 --lto full --training-log $PWD/logs/)"; '
+                         "clang-19 -Oz $F -c a.c b.c && clang-19 -Oz $F a.o b.o -o prog"
+                         "   # logs/a.c.log, logs/b.c.log (compile), logs/prog.lto.log (link)",
+                         'cmake -DCMAKE_C_COMPILER=clang-19 -DCMAKE_C_FLAGS="-Oz $(mlopt clang-flags --llvm 19 '
+                         '--lto thin --model policy.so)" ..   # ThinLTO in lld, the policy in every backend'])
     flags.add_argument("--training-log", metavar="PATH",
                        help="write a training log of the inliner's decisions: a file, a directory (one "
                             "<module>.log per translation unit) or a pattern with %%m (module) / %%p (pid); "
@@ -90,5 +103,9 @@ def register(sub) -> None:
                        help="every site calling a function this file names gets its decision (\"<0|1> <name>\" "
                             "lines; a package's one-site-linkonce rule from `mlopt corpus call-sites "
                             "--callee-decisions`); checked now")
+    flags.add_argument("--lto", choices=("full", "thin"),
+                       help="flags for an LTO build, the same on the compile and the link line: -flto=MODE "
+                            "-fuse-ld=lld, the plugin in the compile and in lld's LTO backends (link-time logs "
+                            "are named after the output: logs/prog.lto.log, logs/prog.thinlto/<source>.log)")
     add_ir2vec_option(flags)
     flags.set_defaults(func=cmd_clang_flags)

@@ -321,6 +321,8 @@ def _as_module(m, llvm=None) -> Module:
 
 
 def _codegen_level(module: Module, pipeline: str) -> int:
+    if getattr(module, "lto", None) is not None:
+        return CODEGEN_LEVEL[module.lto_level]  # lld's --lto-CGO follows --lto-O
     if module.opt_level:
         return CODEGEN_LEVEL[module.opt_level]
     if pipeline.startswith("default<") and pipeline.endswith(">"):
@@ -381,7 +383,7 @@ def _compile(module: Module, pool, callback, pipeline: str | None, log: bool, co
                            callable_default=bool(getattr(callback, "takes_default", False)),
                            forced_callees=forced_callees or {},
                            callable_linkage=bool(getattr(callback, "takes_linkage", False)), log_linkage=linkage,
-                           grouped_code=grouped)
+                           grouped_code=grouped, link_time_codegen=getattr(module, "lto", None) is not None)
     log_bytes = raw["log"]
     parsed, decisions, defaults = _parsed_log(log_bytes)
     return CompileResult(module.name, raw["text_size"], decisions, defaults,
@@ -488,7 +490,8 @@ def _replay_key(module: Module, pipeline: str | None, vocab: str, linkage: bool 
     if digest is None:
         digest = module._replay_digest = hashlib.blake2b(module.bitcode, digest_size=16).digest()
     key = (digest, module.llvm, pipeline or module.default_pipeline(), module.opt_level, module.target,
-           module.reloc_model, module.loop_vectorize, module.slp_vectorize, vocab, linkage)
+           module.reloc_model, module.loop_vectorize, module.slp_vectorize, vocab, linkage,
+           getattr(module, "lto", None), getattr(module, "lto_level", None))
     return (*key, "grouped") if grouped else key
 
 

@@ -6,6 +6,9 @@ runners::
 
     opt-19 -load-pass-plugin=$(mlopt plugin-path) -mlopt-inline-training-log=x.log \\
         -passes='default<Oz>' in.bc -o out.bc
+
+and the LTO backends of stock ``ld.lld`` (:func:`lld_flags`, :func:`clang_flags`
+with ``lto=``).
 """
 
 from __future__ import annotations
@@ -105,6 +108,91 @@ def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, l
                                  log_callee_linkage, callee_decisions):
         flags += ["-mllvm", option]
     return flags
+
+
+LTO_MODES = ("full", "thin")
+
+
+def lld_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
+              ir2vec_vocab=None, regalloc_model=None, replay=None, log_callee_linkage: bool = False,
+              callee_decisions=None) -> list[str]:
+    """Arguments that run the plugin in ``ld.lld-<llvm>``'s LTO backends (full
+    LTO and in-process ThinLTO), for lld's own command line.
+
+    lld parses ``-mllvm`` before it loads pass plugins, so its options would
+    be unknown there: ``-mllvm -load=P`` loads the plugin first (its options
+    become known), ``--load-pass-plugin=P`` then runs it in each backend.
+    Options as for :func:`clang_flags`; at link time ``%m`` (and a directory
+    log) names a module after the link's output: ``logs/libz.so.lto.log`` for
+    full LTO, ``logs/libz.so.thinlto/<source>.log`` per ThinLTO backend.
+    """
+    path = plugin_path(llvm)
+    flags = ["-mllvm", f"-load={path}"]
+    for option in _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, regalloc_model, replay,
+                                 log_callee_linkage, callee_decisions):
+        flags += ["-mllvm", option]
+    return [*flags, f"--load-pass-plugin={path}"]
+
+
+def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
+                ir2vec_vocab=None, regalloc_model=None, replay=None,
+                log_callee_linkage: bool = False, callee_decisions=None, lto=None) -> list[str]:
+    """Arguments that load the plugin into ``clang-<llvm>`` with its options.
+
+    ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
+    ``-mllvm`` options known to clang's command line.
+
+    ``lto``: ``"full"`` or ``"thin"``: flags for an LTO build, the same on
+    the compile and the link command line (``-flto=<lto> -fuse-ld=lld``, the
+    plugin in the pre-link compile and, through ``-Wl,``, in lld's LTO
+    backends: :func:`lld_flags`); each half is unused on the other command
+    and ``-Wno-unused-command-line-argument`` keeps clang quiet about it.
+    A training log must then be a directory or a pattern with ``%m``: the
+    compile and the link write one log each.
+
+    ``training_log``: a file, a directory ending in ``/`` (one
+    ``<module>.log`` per translation unit, e.g. ``src_a.c.log``), or a
+    pattern where ``%m`` is the module's source file and ``%p`` the process
+    id. An existing log is an error unless ``overwrite_log``: in a build of
+    many files, one plain file would otherwise keep only the last one's log.
+    ``regalloc_model``: an eviction policy (.tflite, model directory or
+    compiled .so) deciding the register allocator's evictions.
+    ``replay``: a file of '0'/'1' characters (``%m`` as for the log) that
+    forces the inliner's first decisions, in the order it asks; the model
+    (or the heuristic) decides the rest and is still evaluated.
+    ``log_callee_linkage``: the training log also has ``callee_linkage``
+    (the inlining-linkage problem's 40th input) before ``inlining_default``.
+    ``callee_decisions``: a file of ``<0|1> <callee name>`` lines; every site
+    calling a named function gets its decision (``mlopt corpus call-sites
+    --callee-decisions`` writes a package's one-site-linkonce rule as one).
+    """
+    if lto is not None and lto not in LTO_MODES:
+        raise ValueError(f"lto={lto!r}: expected one of {', '.join(LTO_MODES)}")
+    path = plugin_path(llvm)
+    flags = [f"-fpass-plugin={path}", "-Xclang", "-load", "-Xclang", str(path)]
+    options = _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, regalloc_model, replay,
+                             log_callee_linkage, callee_decisions)
+    for option in options:
+        flags += ["-mllvm", option]
+    if lto is None:
+        return flags
+    link = lld_flags(training_log=training_log, model=model, overwrite_log=overwrite_log, llvm=llvm,
+                     ir2vec_vocab=ir2vec_vocab, regalloc_model=regalloc_model, replay=replay,
+                     log_callee_linkage=log_callee_linkage, callee_decisions=callee_decisions)
+    for flag in link:
+        if "," in flag:
+            raise ValueError(f"{flag}: a path with ',' cannot pass through clang's -Wl, (which splits at commas); "
+                             "use lld_flags() on lld's own command line, or a path without ','")
+    return [f"-flto={lto}", "-fuse-ld=lld", *flags, *(f"-Wl,{flag}" for flag in _pair_mllvm(link)),
+            "-Wno-unused-command-line-argument"]
+
+
+def _pair_mllvm(flags: list[str]) -> list[str]:
+    """lld's ``-mllvm X`` pairs as one ``-mllvm,X`` (for ``-Wl,``)."""
+    out, it = [], iter(flags)
+    for flag in it:
+        out.append(f"{flag},{next(it)}" if flag == "-mllvm" else flag)
+    return out
 
 
 def clang_flags_string(**kwargs) -> str:

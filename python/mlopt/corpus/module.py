@@ -30,6 +30,16 @@ class Module:
     ``llvm``: the LLVM major that checks and compiles it (19 or 22; default
     :func:`mlopt._native.default_llvm`); :attr:`llvm` says which.
 
+    ``lto``: ``"full"`` for the merged module of a full-LTO link (lld's
+    ``--save-temps`` ``<output>.0.2.internalize.bc``, or mlopt's LTO corpus),
+    ``"thin"`` for a ThinLTO backend's post-import module
+    (``<object>.3.import.bc``): compiled as lld's LTO backend compiles it,
+    ``lto<O2>`` / ``thinlto<O2>`` (``lto_level``: lld's ``--lto-O``) with
+    the vectorizers on, a section per function and datum and the
+    address-significance table, position-independent unless
+    ``reloc_model="static"`` (a non-PIE executable). Its object's code is the
+    code lld links into the binary.
+
     :attr:`notes` also warns when the bitcode was already optimized (an
     ``-Oz -emit-llvm`` module re-optimized is not a training sample) or is
     ``optnone`` (-O0: the inliner is never asked).
@@ -38,7 +48,8 @@ class Module:
     def __init__(self, source: PathLike | bytes | bytearray | memoryview, *, name: str | None = None,
                  opt_level: str | None = None, target: str | None = None,
                  reloc_model: str | None = None, loop_vectorize: bool | None = None,
-                 slp_vectorize: bool | None = None, llvm: int | str | None = None):
+                 slp_vectorize: bool | None = None, llvm: int | str | None = None,
+                 lto: str | None = None, lto_level: str = "O2"):
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
             name = name or "<bytes>"
@@ -50,6 +61,10 @@ class Module:
             except OSError as e:
                 raise FileNotFoundError(e.errno, f"cannot read module: {e.strerror}", str(self.path)) from None
             name = name or str(self.path)
+        if lto not in (None, "full", "thin"):
+            raise CorpusError(f"lto must be 'full', 'thin' or None, not {lto!r}")
+        if lto_level not in ("O0", "O1", "O2", "O3"):
+            raise CorpusError(f"lto_level must be O0..O3 (lld's --lto-O), not {lto_level!r}")
         if opt_level is not None and opt_level not in CODEGEN_LEVEL:
             raise CorpusError(f"opt_level must be one of {', '.join(CODEGEN_LEVEL)}, not {opt_level!r}")
         self._name = name
@@ -59,7 +74,14 @@ class Module:
         self.opt_level = opt_level
         self.target = target
         self.notes: list[str] = []  # how it is compiled when nothing said so, and doubts about the input
-        if opt_level is None and target is None and reloc_model is None:
+        self.lto = lto
+        self.lto_level = lto_level
+        if lto is not None:
+            vectorize = lto_level in ("O2", "O3")  # lld: the vectorizers above --lto-O1
+            loop_vectorize = vectorize if loop_vectorize is None else loop_vectorize
+            slp_vectorize = vectorize if slp_vectorize is None else slp_vectorize
+            reloc_model = reloc_model or clang_default_reloc_model(self._m.triple)
+        elif opt_level is None and target is None and reloc_model is None:
             reloc_model = clang_default_reloc_model(self._m.triple)
             loop_default, slp_default = clang_vectorizers("Oz")
             loop_vectorize = loop_default if loop_vectorize is None else loop_vectorize
@@ -118,12 +140,14 @@ class Module:
         return self._m.bitcode
 
     def default_pipeline(self) -> str:
+        if self.lto is not None:
+            return f"{'lto' if self.lto == 'full' else 'thinlto'}<{self.lto_level}>"
         return f"default<{self.opt_level or 'Oz'}>"
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in
                         (("opt_level", self.opt_level), ("target", self.target),
-                         ("reloc_model", self.reloc_model)) if v)
+                         ("reloc_model", self.reloc_model), ("lto", self.lto)) if v)
         return f"Module({self.name!r}, triple={self.triple!r}{extra}, llvm={self.llvm})"
 
     @property

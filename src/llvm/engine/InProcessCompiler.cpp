@@ -151,7 +151,7 @@ LoadedModule loadModule(const std::string &Bytes, const std::string &Name) {
 /// What the options change in code generation, for FunctionCodeReuse keys.
 static std::string codegenOptionsText(const CompileOptions &Options) {
   return std::to_string(Options.CodeGenLevel) + " " + Options.RelocModel + " " +
-         Options.TargetTriple;
+         Options.TargetTriple + (Options.LinkTimeCodegen ? " link-time" : "");
 }
 
 /// One compile; with Stubs, functions the cache knows are not generated
@@ -278,7 +278,8 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
 
   if (Options.CodeGenLevel >= 0) {
     std::unique_ptr<TargetMachine> TM =
-        createCodeGenTargetMachine(*M, Options.CodeGenLevel, Options.RelocModel);
+        createCodeGenTargetMachine(*M, Options.CodeGenLevel, Options.RelocModel,
+                                   Options.LinkTimeCodegen);
     M->setDataLayout(TM->createDataLayout());
     std::optional<ReusePlan> Reuse;
     if (CacheKey && Options.Cache->perFunction())

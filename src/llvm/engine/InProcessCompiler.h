@@ -68,6 +68,12 @@ struct CompileOptions {
   /// and -vectorize-slp): 1 on, 0 off, -1 opt's default for the pipeline.
   int LoopVectorize = -1;
   int SLPVectorize = -1;
+  /// Code generation as lld's LTO backends do it: a section per function
+  /// and per datum, and the address-significance table (what lld's ICF
+  /// reads). With Pipeline "lto<O2>" (a merged full-LTO module) or
+  /// "thinlto<O2>" (a ThinLTO backend's post-import module), vectorizers on
+  /// and the link's relocation model, the object is the one lld links.
+  bool LinkTimeCodegen = false;
   bool KeepObject = false;
   /// Also list the object's code sections in section groups (COMDAT):
   /// CompileOutput::Grouped (ObjectTextSize.h).

@@ -18,6 +18,7 @@ TextSizeCache::Key TextSizeCache::key(const std::string &Bitcode, const CompileO
   Text += Options.TargetTriple + '\0' + Options.RelocModel + '\0';
   Text += std::to_string(Options.LoopVectorize) + ',' + std::to_string(Options.SLPVectorize) + '\0';
   Text += Options.GroupedCode ? "grouped\0" : "\0";
+  Text += Options.LinkTimeCodegen ? "link-time\0" : "\0";
   Text += Decisions;
   llvm::XXH128_hash_t H = llvm::xxh3_128bits(
       llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(Text.data()), Text.size()));

@@ -114,7 +114,8 @@ static std::optional<Reloc::Model> parseRelocModel(const std::string &Name) {
 }
 
 std::unique_ptr<TargetMachine> createCodeGenTargetMachine(Module &M, int Level,
-                                                          const std::string &RelocModel) {
+                                                          const std::string &RelocModel,
+                                                          bool LinkTime) {
   Triple T(M.getTargetTriple());
   if (T.getTriple().empty())
     T.setTriple(sys::getDefaultTargetTriple());
@@ -126,6 +127,11 @@ std::unique_ptr<TargetMachine> createCodeGenTargetMachine(Module &M, int Level,
   if (!OptLevel)
     throw CompileError("codegen level must be 0-3, not " + std::to_string(Level));
   TargetOptions Options = codegen::InitTargetOptionsFromCodeGenFlags(T);
+  if (LinkTime) { // lld's LTO configuration, always
+    Options.FunctionSections = true;
+    Options.DataSections = true;
+    Options.EmitAddrsig = true;
+  }
   std::unique_ptr<TargetMachine> TM(TheTarget->createTargetMachine(
       targetTripleArg(T), codegen::getCPUStr(), codegen::getFeaturesStr(), Options,
       parseRelocModel(RelocModel), codegen::getExplicitCodeModel(), *OptLevel));

@@ -10,7 +10,9 @@
 //    CodeGenOptLevel::None, the relocation model given as opt's
 //    -relocation-model), null when the triple has no architecture;
 //  - createCodeGenTargetMachine: llc's (codegen flag defaults, -O<level>,
-//    explicit or default relocation model, the module's code model);
+//    explicit or default relocation model, the module's code model); with
+//    LinkTime, as lld's LTO backends set it up on top (function and data
+//    sections, the address-significance table);
 //  - PassSetup: opt's new-pass-manager set-up (default AA pipeline, the
 //    triple's TargetLibraryInfo, StandardInstrumentations so optnone and
 //    opt-bisect behave as in opt, PipelineTuningOptions defaults). With
@@ -60,7 +62,8 @@ std::unique_ptr<llvm::TargetMachine> createOptTargetMachine(llvm::Module &M,
                                                             const std::string &RelocModel = "");
 
 std::unique_ptr<llvm::TargetMachine> createCodeGenTargetMachine(llvm::Module &M, int Level,
-                                                                const std::string &RelocModel);
+                                                                const std::string &RelocModel,
+                                                                bool LinkTime = false);
 
 class DiagnosticCollector final : public llvm::DiagnosticHandler {
 public:

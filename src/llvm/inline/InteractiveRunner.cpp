@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
+#include <mutex>
+#include <set>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -20,11 +22,24 @@ using namespace llvm;
 
 namespace mlopt {
 
-static bool HostFailed = false;
-
-bool InteractiveRunner::hostFailed() { return HostFailed; }
-
 namespace {
+// The channels whose host failed: later runners on them finish with the
+// heuristic at once. Per channel, since ThinLTO backends run in threads, each
+// with its own channel (a base with %m).
+std::mutex FailedLock;
+std::set<std::string> FailedBases;
+
+bool hostFailedOn(const std::string &Base) {
+  std::lock_guard<std::mutex> Guard(FailedLock);
+  return FailedBases.count(Base) != 0;
+}
+
+/// True the first time the host on Base is marked failed.
+bool markHostFailed(const std::string &Base) {
+  std::lock_guard<std::mutex> Guard(FailedLock);
+  return FailedBases.insert(Base).second;
+}
+
 using Clock = std::chrono::steady_clock;
 
 int msLeft(Clock::time_point Deadline) {
@@ -57,7 +72,7 @@ InteractiveRunner::InteractiveRunner(LLVMContext &Ctx,
       TimeoutMs(int(TimeoutSeconds * 1000)), IncludeDefault(IncludeDefault) {
   for (size_t I = 0; I < Features.size(); ++I)
     setUpBufferForTensor(I, Features[I], nullptr);
-  if (!HostFailed)
+  if (!hostFailedOn(Base))
     openChannels();
 }
 
@@ -68,11 +83,10 @@ InteractiveRunner::~InteractiveRunner() {
 }
 
 void InteractiveRunner::fail(const std::string &Why) {
-  if (!HostFailed)
+  if (markHostFailed(Base))
     Ctx.diagnose(
         PluginDiagnostic(DS_Warning, "mlopt: interactive host on '" + Base + "': " + Why +
                                          "; finishing with the default inliner heuristic"));
-  HostFailed = true;
   try {
     Out.reset();
   } catch (...) {

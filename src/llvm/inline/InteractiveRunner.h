@@ -9,7 +9,8 @@
 // = inline). Unlike LLVM's runner it never hangs: opening, and each reply,
 // must complete within TimeoutSeconds; a closed or dead host (EOF, EPIPE) or
 // a stall makes it warn once and answer with the stock heuristic's decision
-// for the rest of the process. The inlining_default column holds the real
+// for the rest of the process (per channel: every later runner on Base).
+// The inlining_default column holds the real
 // default decision (LLVM 19.1.7 writes it over callee_basic_block_count).
 //
 //===----------------------------------------------------------------------===//
@@ -30,9 +31,6 @@ public:
                     const std::string &Base, double TimeoutSeconds, bool IncludeDefault);
   ~InteractiveRunner() override;
   void switchContext(llvm::StringRef Name) override;
-
-  /// True once any runner in this process gave up on its host.
-  static bool hostFailed();
 
 private:
   void *evaluateUntyped() override;

@@ -14,7 +14,7 @@ PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx,
                                      bool PerRunnerWarnings)
     : InlinePolicyRunner(Ctx, Kind::Development, Features), Model(std::move(ModelIn)),
       Shadow(Shadow) {
-  static bool WarnedInProcess = false;
+  static std::atomic<bool> WarnedInProcess{false};
   Warned = PerRunnerWarnings ? &WarnedHere : &WarnedInProcess;
   const std::vector<mlopt::TensorSpec> &Taken = Model->features();
   std::vector<bool> Fed(Taken.size(), false);
@@ -66,9 +66,8 @@ PolicyModelRunner::PolicyModelRunner(LLVMContext &Ctx,
 }
 
 void PolicyModelRunner::warnOnce(const std::string &Text) {
-  if (*Warned)
+  if (Warned->exchange(true))
     return;
-  *Warned = true;
   Ctx.diagnose(PluginDiagnostic(DS_Warning, Text));
 }
 

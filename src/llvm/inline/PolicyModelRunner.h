@@ -24,6 +24,8 @@
 #ifndef MLOPT_LLVM_POLICYMODELRUNNER_H
 #define MLOPT_LLVM_POLICYMODELRUNNER_H
 
+#include <atomic>
+
 #include "InlinePolicyRunner.h"
 #include "PolicyModel.h"
 
@@ -49,8 +51,8 @@ private:
 
   std::shared_ptr<PolicyModel> Model;
   bool Shadow;
-  bool WarnedHere = false;
-  bool *Warned;
+  std::atomic<bool> WarnedHere{false};
+  std::atomic<bool> *Warned; // per runner or per process (ThinLTO backends warn from threads)
   int64_t Decision = 0;
   int64_t *DefaultInput = nullptr; // the model's inlining_default buffer, if it takes one
   int64_t *LinkageInput = nullptr; // the model's callee_linkage buffer, if it takes one

@@ -18,6 +18,19 @@
 // LLVM's own ML eviction advisor extracts the features; mlopt's policy
 // answers in-process; invalid replies get the default advisor's choice.
 //
+// In lld's LTO backends (full LTO and ThinLTO, LLVM 19 and 22), load the
+// plugin twice: -mllvm -load=P first, so that lld's command line knows its
+// options (lld parses -mllvm before it loads pass plugins), then
+// --load-pass-plugin=P, which runs it:
+//   ld.lld-19 -mllvm -load=P -mllvm -mlopt-inline-training-log=logs/ --load-pass-plugin=P ...
+//   clang-19 -flto -fuse-ld=lld -Wl,-mllvm,-load=P -Wl,-mllvm,-mlopt-... -Wl,--load-pass-plugin=P ...
+// At link time a module's logs, replay files and interactive channels (%m)
+// are named after the link's output (TrainingLogPath.h): logs/libz.so.lto.log
+// for a full-LTO link, logs/libz.so.thinlto/<source>.log per ThinLTO backend.
+// ThinLTO backends run in parallel threads: every piece of per-process state
+// here is guarded, the policy is a pool (one instance per concurrent
+// backend), and two modules never share a log.
+//
 // Without any -mlopt-* option the plugin registers nothing and the compiler
 // behaves exactly as stock.
 
@@ -31,7 +44,9 @@
 #include "LLVMOption.h"
 #include "MLoptInlineAdvisor.h"
 #include "PluginDiagnostic.h"
+#include "PolicyModelPool.h"
 #include "PolicyModelRunner.h"
+#include "ProcessOutput.h"
 #include "TensorSpecConversion.h"
 #include "TrainingLogPath.h"
 #ifdef MLOPT_HAVE_REGALLOC
@@ -54,6 +69,7 @@
 #include <cerrno>
 #include <map>
 #include <memory>
+#include <mutex>
 
 using namespace llvm;
 
@@ -177,13 +193,34 @@ cl::opt<unsigned> RegallocMaxEvictions(
     cl::desc("mlopt: after a policy made one virtual register evict this many times in a "
              "function, the default advisor decides for it (ping-pong guard)"));
 
-ModuleAnalysisManager *TheMAM = nullptr;
+// The analysis manager of the pipeline being built on this thread (each
+// ThinLTO backend builds and runs its own on one thread).
+thread_local ModuleAnalysisManager *TheMAM = nullptr;
+
+// Guards the per-process state below: logs, replay traces, the policy pool,
+// the IR2Vec decision and once-only reports.
+std::mutex StateLock;
+
+bool isPostLink(ThinOrFullLTOPhase Phase) {
+  return Phase == ThinOrFullLTOPhase::FullLTOPostLink ||
+         Phase == ThinOrFullLTOPhase::ThinLTOPostLink;
+}
+
+/// What %m means for module M in this inliner run (TrainingLogPath.h).
+std::string moduleName(const Module &M, ThinOrFullLTOPhase Phase) {
+  if (isPostLink(Phase))
+    return mlopt::linkTimeModuleName(mlopt::processOutputFile(),
+                                     Phase == ThinOrFullLTOPhase::ThinLTOPostLink,
+                                     M.getSourceFileName(), M.getModuleIdentifier());
+  return mlopt::trainingLogModuleName(M.getSourceFileName(), M.getModuleIdentifier());
+}
 
 /// Whether the inliner gets IR2Vec embeddings: decided once per process.
 /// mlopt's option, or LLVM's -ml-inliner-ir2vec-vocab-file (whose
 /// vocabulary LLVM reads from -ir2vec-vocab-path). The vocabulary is read
 /// once here; an unreadable one is one error and no embeddings.
 bool useIR2Vec(LLVMContext &Ctx) {
+  std::lock_guard<std::mutex> Guard(StateLock);
   static int Decided = -1;
   if (Decided >= 0)
     return Decided;
@@ -215,62 +252,84 @@ bool useIR2Vec(LLVMContext &Ctx) {
   return Decided;
 }
 
-/// One log per expanded path (with %m: per module); sessions of the inliner
-/// on the same module append to it. A log that cannot be created is
+/// One log per expanded path (with %m: per module), owned by the first
+/// module that writes it; sessions of the inliner on that module append to
+/// it. A second module on the same path (a plain file given to a ThinLTO
+/// link) gets no log and one error. A log that cannot be created is
 /// reported once per path as an error and compilation goes on without it.
-mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const Module &M,
+mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const Module &M, const std::string &Name,
                                       const mlopt::InlinePolicyRunner &Runner) {
-  static std::map<std::string, std::unique_ptr<mlopt::TrainingLogWriter>> Logs;
+  struct Log {
+    std::string Owner; // the module identifier that writes it
+    std::unique_ptr<mlopt::TrainingLogWriter> Writer;
+  };
+  static std::map<std::string, Log> Logs;
   if (TrainingLogPath.empty())
     return nullptr;
-  std::string Path =
-      mlopt::expandTrainingLogPath(TrainingLogPath, M.getSourceFileName(), M.getModuleIdentifier());
+  std::lock_guard<std::mutex> Guard(StateLock);
+  std::string Path = mlopt::expandTrainingLogPath(TrainingLogPath, Name);
   auto [It, Inserted] = Logs.try_emplace(Path);
-  if (!Inserted)
-    return It->second.get(); // nullptr after a failure, already reported
+  if (!Inserted) {
+    if (It->second.Owner == M.getModuleIdentifier())
+      return It->second.Writer.get(); // nullptr after a failure, already reported
+    Ctx.emitError(Twine("mlopt: modules '") + It->second.Owner + "' and '" +
+                  M.getModuleIdentifier() + "' would write one training log '" + Path +
+                  "'; give each module its own (a directory ending in '/', or %m)");
+    return nullptr;
+  }
+  It->second.Owner = M.getModuleIdentifier();
+  std::unique_ptr<mlopt::TrainingLogWriter> &Writer = It->second.Writer;
   try {
     mlopt::makeParentDirectory(Path);
-    It->second = std::make_unique<mlopt::TrainingLogWriter>(
+    Writer = std::make_unique<mlopt::TrainingLogWriter>(
         mlopt::FdSink::create(Path, TrainingLogOverwrite),
         mlopt::trainingLogFeatures(Runner, TrainingLogCalleeLinkage));
-    It->second->switchContext("");
+    Writer->switchContext("");
   } catch (const mlopt::FileError &E) {
-    It->second.reset();
+    Writer.reset();
     std::string Hint = E.code().value() == EEXIST
                            ? " (pass -mlopt-inline-training-log-overwrite to replace it, or "
                              "use a per-module pattern such as logs/%m.log)"
                            : "";
     Ctx.emitError(Twine("mlopt: cannot write training log: ") + E.what() + Hint);
   } catch (const std::exception &E) {
-    It->second.reset();
+    Writer.reset();
     Ctx.emitError(Twine("mlopt: cannot write training log: ") + E.what());
   }
-  return It->second.get();
+  return Writer.get();
 }
 
-/// The policy, loaded once per compiler process for the inputs LLVM gives
-/// (IR2Vec's embeddings are optional: a policy without them runs too);
-/// nullptr after an error (reported once through the first module's context).
+/// An instance of the policy for one inliner run: the policy is loaded once
+/// per compiler process for the inputs LLVM gives (IR2Vec's embeddings are
+/// optional: a policy without them runs too), and once more per ThinLTO
+/// backend running at the same time (a pool); nullptr after an error
+/// (reported once through the first module's context).
 std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx,
                                                 const std::vector<mlopt::TensorSpec> &Inputs) {
-  static std::shared_ptr<mlopt::PolicyModel> Model;
+  static std::shared_ptr<mlopt::PolicyModelPool> Pool;
   static bool Tried = false;
-  if (Tried)
-    return Model;
-  Tried = true;
+  std::lock_guard<std::mutex> Guard(StateLock);
+  if (Tried && !Pool)
+    return nullptr;
   try {
-    mlopt::PolicyLoadOptions Opts;
-    Opts.FeedPrefix = FeedPrefix;
-    Opts.LiteRtLibrary = LiteRtLibrary;
-    Opts.OptionalFeatures = {"callee_embedding", "caller_embedding", mlopt::DefaultDecisionInput,
-                             mlopt::CalleeLinkageInput};
-    // + the heuristic's decision and the callee's linkage class, if taken
-    std::vector<mlopt::TensorSpec> Offered = Inputs;
-    Offered.push_back(
-        mlopt::TensorSpec(mlopt::DefaultDecisionInput, mlopt::TensorType::Int64, {1}));
-    Offered.push_back(mlopt::TensorSpec(mlopt::CalleeLinkageInput, mlopt::TensorType::Int64, {1}));
-    Model = mlopt::loadPolicyModel(ModelPath, Offered, Opts);
+    if (!Tried) {
+      Tried = true;
+      mlopt::PolicyLoadOptions Opts;
+      Opts.FeedPrefix = FeedPrefix;
+      Opts.LiteRtLibrary = LiteRtLibrary;
+      Opts.OptionalFeatures = {"callee_embedding", "caller_embedding",
+                               mlopt::DefaultDecisionInput, mlopt::CalleeLinkageInput};
+      // + the heuristic's decision and the callee's linkage class, if taken
+      std::vector<mlopt::TensorSpec> Offered = Inputs;
+      Offered.push_back(
+          mlopt::TensorSpec(mlopt::DefaultDecisionInput, mlopt::TensorType::Int64, {1}));
+      Offered.push_back(
+          mlopt::TensorSpec(mlopt::CalleeLinkageInput, mlopt::TensorType::Int64, {1}));
+      Pool = mlopt::PolicyModelPool::load(ModelPath, Offered, Opts);
+    }
+    return Pool->acquire();
   } catch (const std::exception &E) {
+    Pool.reset();
     std::string Text = std::string("mlopt: ") + E.what();
     bool HasEmbeddings = std::any_of(Inputs.begin(), Inputs.end(), [](const mlopt::TensorSpec &S) {
       return S.name() == "callee_embedding";
@@ -280,18 +339,20 @@ std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx,
           " (the policy takes IR2Vec embeddings: pass -mlopt-inline-ir2vec-vocab=FILE, LLVM 22)";
     Ctx.diagnose(mlopt::PluginDiagnostic(DS_Error, Text));
   }
-  return Model;
+  return nullptr;
 }
 
+/// The runner for one inliner run on the module %m names as Name.
 std::unique_ptr<mlopt::InlinePolicyRunner>
-makeRunner(LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features) {
+makeRunner(LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features,
+           const std::string &Name) {
   if (!ModelPath.empty() && !InteractiveBase.empty()) {
-    static bool Reported = false;
-    if (!Reported)
+    static std::once_flag Reported;
+    std::call_once(Reported, [&] {
       Ctx.diagnose(mlopt::PluginDiagnostic(
           DS_Error, "mlopt: -mlopt-inline-model and -mlopt-inline-interactive "
                     "cannot be used together"));
-    Reported = true;
+    });
     return nullptr;
   }
   if (!ModelPath.empty()) {
@@ -304,7 +365,8 @@ makeRunner(LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features) {
   }
   if (!InteractiveBase.empty())
     return std::make_unique<mlopt::InteractiveRunner>(
-        Ctx, Features, InteractiveBase, InteractiveTimeout, InteractiveIncludeDefault);
+        Ctx, Features, mlopt::expandTrainingLogPath(InteractiveBase, Name), InteractiveTimeout,
+        InteractiveIncludeDefault);
   return nullptr;
 }
 
@@ -312,14 +374,13 @@ makeRunner(LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features) {
 /// for module M: one trace per expanded replay path, so every inliner run on
 /// the module continues the same sequence; nullptr without the options or
 /// after an error (reported once).
-mlopt::DecisionTrace *replay(LLVMContext &Ctx, const Module &M) {
+mlopt::DecisionTrace *replay(LLVMContext &Ctx, const Module &M, const std::string &Name) {
   static std::map<std::string, std::unique_ptr<mlopt::DecisionTrace>> Traces;
   if (ReplayPath.empty() && CalleeDecisionsPath.empty())
     return nullptr;
-  std::string Path = ReplayPath.empty()
-                         ? std::string()
-                         : mlopt::expandTrainingLogPath(ReplayPath, M.getSourceFileName(),
-                                                        M.getModuleIdentifier());
+  std::lock_guard<std::mutex> Guard(StateLock);
+  std::string Path =
+      ReplayPath.empty() ? std::string() : mlopt::expandTrainingLogPath(ReplayPath, Name);
   auto [It, Inserted] = Traces.try_emplace(Path.empty() ? M.getModuleIdentifier() : Path);
   if (!Inserted)
     return It->second.get();
@@ -340,11 +401,15 @@ InlineAdvisor *advisorFactory(Module &M, FunctionAnalysisManager &FAM, InlinePar
                               InlineContext IC) {
   if (!TheMAM)
     return new DefaultInlineAdvisor(M, FAM, Params, IC);
-  auto LogFor = [&M](LLVMContext &Ctx, const mlopt::InlinePolicyRunner &R) {
-    return trainingLog(Ctx, M, R);
+  std::string Name = moduleName(M, IC.LTOPhase);
+  auto MakeRunner = [Name](LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features) {
+    return makeRunner(Ctx, Features, Name);
   };
-  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, IC, makeRunner, LogFor,
-                                  replay(M.getContext(), M), useIR2Vec(M.getContext()),
+  auto LogFor = [&M, Name](LLVMContext &Ctx, const mlopt::InlinePolicyRunner &R) {
+    return trainingLog(Ctx, M, Name, R);
+  };
+  return mlopt::makeInlineAdvisor(M, FAM, *TheMAM, Params, IC, MakeRunner, LogFor,
+                                  replay(M.getContext(), M, Name), useIR2Vec(M.getContext()),
                                   InlineFeatures);
 }
 
@@ -394,7 +459,7 @@ std::shared_ptr<mlopt::EvictionSession> regallocSession() {
       Errors.push_back(LoadError + " (the default advisor decides)");
   }
   if (!RegallocLogPath.empty()) {
-    std::string Path = mlopt::expandTrainingLogPath(RegallocLogPath, "", "");
+    std::string Path = mlopt::expandTrainingLogPath(RegallocLogPath, "module");
     try {
       mlopt::makeParentDirectory(Path);
       Opts.LogSink = mlopt::FdSink::create(Path, RegallocLogOverwrite);
