@@ -85,7 +85,7 @@ def test_training_log_link_equals_stock(build, llvm_tools, tmp_path):
             assert {f.name for f in files} == expected, name
             per_binary[name] = files
     rows = 0
-    for name, files in per_binary.items():
+    for files in per_binary.values():
         for f in files:
             log = mlopt.read_log(f)
             assert log.contexts == [""], f
@@ -110,18 +110,28 @@ def test_thinlto_jobs_one_and_two_agree(thin_build, llvm_tools, tmp_path):
     assert l1 == l2 and len(l1) == sum(len(s) for s in _backend_logs().values())
 
 
+def _random_mlp(build, major, out):
+    """A random MLP over the vocabulary of the heuristic's link-time logs."""
+    build.link(out / "heuristic", *lld_flags(training_log="logs/", llvm=major))
+    logs = sorted((out / "heuristic" / "logs").rglob("*.log"))
+    vocab = mlopt.Vocab.from_logs(logs, num_buckets=50)
+    return mlopt.InlinePolicy.random(vocab, hidden=(16,), seed=3)
+
+
+def _random_policy(build, major, out):
+    """_random_mlp exported (a model directory)."""
+    return _random_mlp(build, major, out).export(out / "random")
+
+
 @pytest.fixture
 def policies(build, llvm_tools, tmp_path_factory):
-    """From the heuristic's link-time logs: a random MLP (decides both ways) and
-    the same MLP behind the heuristic's vote with a margin it cannot overturn
-    (decides exactly as the heuristic)."""
+    """A random MLP (decides both ways) and the same MLP behind the
+    heuristic's vote with a margin it cannot overturn (decides exactly as
+    the heuristic)."""
     from mlopt.problems.inlining_default.prior import with_default_prior
 
     out = tmp_path_factory.mktemp("policies")
-    build.link(out / "heuristic", *lld_flags(training_log="logs/", llvm=llvm_tools["major"]))
-    logs = sorted((out / "heuristic" / "logs").rglob("*.log"))
-    vocab = mlopt.Vocab.from_logs(logs, num_buckets=50)
-    random = mlopt.InlinePolicy.random(vocab, hidden=(16,), seed=3)
+    random = _random_mlp(build, llvm_tools["major"], out)
     copy = with_default_prior(random, margin=1e4)
     return {"random": random.export(out / "random"), "copy": copy.export(out / "copy")}
 
@@ -254,7 +264,7 @@ def test_engine_compiles_the_objects_lld_links(build, policies, llvm_tools, tmp_
             from tests.support.lto import CUTIL
 
             order = [Path(src).name + ".o" for src in BINARIES[name][0]] + [Path(src).name + ".o" for src in CUTIL]
-            rank = lambda bc: next(i for i, o in enumerate(order) if o in bc.name)  # noqa: E731
+            rank = lambda bc, order=order: next(i for i, o in enumerate(order) if o in bc.name)  # noqa: E731
             pairs = []
             for bc in sorted((b.root / "obj").glob("*.3.import.bc"), key=rank):
                 module = bc.name.removesuffix(".3.import.bc")

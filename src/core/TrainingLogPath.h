@@ -10,8 +10,8 @@
 // after the link's output as well, so that the logs of two binaries built
 // from the same sources, and the compile-time logs, stay apart: the merged
 // module of a full-LTO link of "out/libz.so" is "out_libz.so.lto", the
-// ThinLTO backend of src/a.c in that link "out_libz.so.thinlto/src_a.c". makeParentDirectory(Path) creates the directories
-// above Path (like mkdir -p) and throws FileError when it cannot.
+// ThinLTO backend of src/a.c in that link "out_libz.so.thinlto/src_a.c". makeParentDirectory(Path)
+// creates the directories above Path (like mkdir -p) and throws FileError when it cannot.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_CORE_TRAININGLOGPATH_H

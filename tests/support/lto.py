@@ -38,7 +38,7 @@ class LtoBuild:
     major: int
     objects: dict[str, list[Path]] = field(default_factory=dict)
 
-    def compile(self, *flags: str) -> "LtoBuild":
+    def compile(self, *flags: str) -> LtoBuild:
         obj = self.root / "obj"
         obj.mkdir(parents=True, exist_ok=True)
         for source in CUTIL + [s for sources, *_ in BINARIES.values() for s in sources]:
@@ -51,7 +51,7 @@ class LtoBuild:
         _run([f"llvm-ar-{self.major}", "rcs", archive, *(obj / (Path(s).name + ".o") for s in CUTIL)], cwd=self.root)
         return self
 
-    def copy(self, root: Path) -> "LtoBuild":
+    def copy(self, root: Path) -> LtoBuild:
         """The same objects under `root` (links with --save-temps write next to their inputs)."""
         shutil.copytree(self.root / "obj", root / "obj")
         return LtoBuild(root, self.mode, self.major)

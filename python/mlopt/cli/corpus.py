@@ -54,6 +54,8 @@ def cmd_extract(args) -> int:
     from ..corpus import extract_corpus, objects_from_compile_commands, objects_from_list, objects_in_directory
 
     src = args.input
+    if args.lto is not None:
+        return _extract_lto(args)
     if args.cmake:
         from ..corpus.cmake import objects_by_binary, read_build
 
@@ -81,6 +83,25 @@ def cmd_extract(args) -> int:
     report = extract_corpus(objects, args.output, cmd_filter=args.cmd_filter, threads=args.threads,
                             force=args.force, on_progress=lambda done, total: progress("extract", done, total))
     return _report(report, args, "extracted")
+
+
+def _extract_lto(args) -> int:
+    from ..corpus.lto import extract_lto_corpus
+
+    if args.cmake or args.input_type or args.cmd_filter:
+        raise UsageError("--lto reads what the links left in a build directory: no --cmake, --input-type or "
+                         "--cmd-filter")
+    report = extract_lto_corpus(args.input, args.output, lto=None if args.lto == "auto" else args.lto,
+                                force=args.force)
+    if args.json:
+        print(json.dumps({"output": args.output, "lto": report.lto, "source": report.source,
+                          "modules": len(report.modules), "skipped": report.skipped}, indent=2))
+        return 0
+    kind = "full-LTO" if report.lto == "full" else "ThinLTO"
+    print(f"extracted {len(report.modules)} {kind} modules ({report.source}) into {args.output}")
+    for s in report.skipped[:10]:
+        print(f"  skipped {s['path']}: {s['reason']}", file=sys.stderr)
+    return 0
 
 
 def cmd_make(args) -> int:
@@ -148,8 +169,12 @@ def cmd_debian(args) -> int:
 
     llvm = int(args.llvm or default_llvm())
     config = DebianConfig(llvm=llvm, jobs=args.jobs, timeout=args.timeout, retry_failed=args.retry_failed)
+    if args.policy and args.stock:
+        raise UsageError("--policy and --stock are separate comparisons: give one")
     if args.policy:
         return _compare_policy(args, specs, exclude, config, say)
+    if args.stock:
+        return _compare_stock(args, specs, exclude, config, say)
     manifest = debian_corpus(specs, args.output, config, exclude=exclude, force=args.force,
                              on_progress=_package_lines(args.quiet), say=say)
     s = summary(manifest)
@@ -162,6 +187,28 @@ def cmd_debian(args) -> int:
         print(f"{len(s['failed'])} of {s['packages']} packages failed and were skipped (reasons above, logs in "
               "their cache directories)", file=sys.stderr)
     return 0 if s["built"] else 1
+
+
+def _compare_stock(args, specs, exclude, config, say) -> int:
+    """``--stock``: each package built in every stock configuration, linked by
+    lld; the .text of what it ships per configuration, the best per package."""
+    from pathlib import Path
+
+    from ..evaluation.stock_lto import compare_stock, stock_table
+
+    chosen = [s for s in specs if s.name not in set(exclude)]
+    report = compare_stock(chosen, config, on_progress=_package_lines(args.quiet), say=say)
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "stock_report.json").write_text(json.dumps(report, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(stock_table(report))
+        for f in report["failed"]:
+            print(f"{f['package']}: failed in {f['config']} at {f['stage']}: {f['reason'].splitlines()[0]}")
+        print(f"report: {out / 'stock_report.json'}")
+    return 0 if report["packages"] else 1
 
 
 def _compare_policy(args, specs, exclude, config, say) -> int:
@@ -324,12 +371,18 @@ def register(sub) -> None:
                       "mlopt corpus extract build/ corpus/ --cmd-filter '^-Oz$'",
                       "mlopt corpus extract objects.txt corpus/ --obj-base-dir build/",
                       "mlopt corpus extract build/ corpus/ --cmake   # modules <binary>/<source>: one package per "
-                      "binary"])
+                      "binary",
+                      "mlopt corpus extract lto-modules/ corpus/ --lto   # what -mlopt-save-lto-modules saved",
+                      "mlopt corpus extract build/ corpus/ --lto thin   # lld --save-temps=import "
+                      "--thinlto-emit-index-files, as extract_ir --thinlto_build=local"])
     ex.add_argument("input", help="compile_commands.json, a directory of objects, or a file listing objects")
     ex.add_argument("output", help="corpus directory to write")
     ex.add_argument("--input-type", choices=["json", "directory", "list"], help="default: from the input")
     ex.add_argument("--obj-base-dir", metavar="DIR", help="base of relative paths in a list (default: cwd)")
     ex.add_argument("--cmd-filter", metavar="REGEX", help="keep modules with an argument matching REGEX")
+    ex.add_argument("--lto", nargs="?", const="auto", choices=["auto", "full", "thin"],
+                    help="INPUT is a build directory of LTO links: the modules lld's backends optimize (saved by "
+                         "the plugin's -mlopt-save-lto-modules, or lld's --save-temps); MODE when it has both")
     ex.add_argument("--cmake", action="store_true",
                     help="INPUT is a CMake build directory: name modules <binary>/<source path> by the binary "
                          "each object links into (CMake's File API: write BUILD/.cmake/api/v1/query/codemodel-v2 "
@@ -352,7 +405,9 @@ def register(sub) -> None:
                      ["mlopt corpus debian libyaml zlib -o corpus/",
                       "mlopt corpus debian --large -o large/ --jobs 2 --exclude sqlite3,lua5.4",
                       "mlopt corpus debian libyaml=0.2.5-1 -o corpus/ --json",
-                      "mlopt corpus debian lz4 zstd --policy policy.so -o linked/"],
+                      "mlopt corpus debian lz4 zstd --policy policy.so -o linked/",
+                      "mlopt corpus debian lz4 snappy --stock -o stock/   # -Oz, gc+ICF, ThinLTO, full LTO, "
+                      "full LTO+gc+ICF"],
                      description="Each package is fetched with apt-get source (verified by apt's signed indices; "
                                  "deb-src entries are derived from the system's apt sources and added when missing), "
                                  "its build dependencies are installed with apt-get build-dep (root), and it is built "
@@ -365,6 +420,10 @@ def register(sub) -> None:
     db.add_argument("--policy", type=existing_path, metavar="POLICY",
                     help="build each package with this policy (.so, .tflite or model dir) and with the heuristic: "
                          "the .text of its objects and of the executables and libraries it ships, side by side")
+    db.add_argument("--stock", action="store_true",
+                    help="build each package in the stock configurations a size-minded user would pick (-Oz; -Oz "
+                         "with gc-sections + ICF; ThinLTO; full LTO; full LTO with gc-sections + ICF; all linked by "
+                         "lld) and compare the .text of what it ships (stock_report.json in -o)")
     db.add_argument("--large", action="store_true",
                     help="the default large corpus (mlopt/corpus/debian_packages.txt: pinned versions, domains)")
     db.add_argument("--list", type=existing_file, metavar="FILE", help="a package list: 'pkg[=version]  # domain: why'")

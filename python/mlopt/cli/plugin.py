@@ -42,7 +42,7 @@ def cmd_clang_flags(args) -> int:
         text = clang_flags_string(training_log=log, model=args.model, overwrite_log=args.overwrite_log,
                                   ir2vec_vocab=args.ir2vec_vocab, regalloc_model=args.regalloc_model,
                                   replay=args.replay, callee_decisions=args.callee_decisions, lto=args.lto,
-                                  llvm=args.llvm)
+                                  llvm=args.llvm, save_lto_modules=args.save_lto_modules)
     except ValueError as e:
         raise UsageError(str(e)) from None
     print(text)
@@ -107,5 +107,8 @@ def register(sub) -> None:
                        help="flags for an LTO build, the same on the compile and the link line: -flto=MODE "
                             "-fuse-ld=lld, the plugin in the compile and in lld's LTO backends (link-time logs "
                             "are named after the output: logs/prog.lto.log, logs/prog.thinlto/<source>.log)")
+    flags.add_argument("--save-lto-modules", metavar="DIR",
+                       help="with --lto: save every module lld's LTO backends optimize, with the link's facts, in "
+                            "DIR (mlopt corpus extract DIR CORPUS --lto makes an LTO corpus of them)")
     add_ir2vec_option(flags)
     flags.set_defaults(func=cmd_clang_flags)

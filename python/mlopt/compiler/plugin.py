@@ -78,44 +78,12 @@ def opt_flags(*, training_log=None, model=None, overwrite_log: bool = False, llv
                             log_callee_linkage=log_callee_linkage, callee_decisions=callee_decisions)]
 
 
-def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
-                ir2vec_vocab=None, regalloc_model=None, replay=None,
-                log_callee_linkage: bool = False, callee_decisions=None) -> list[str]:
-    """Arguments that load the plugin into ``clang-<llvm>`` with its options.
-
-    ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
-    ``-mllvm`` options known to clang's command line.
-
-    ``training_log``: a file, a directory ending in ``/`` (one
-    ``<module>.log`` per translation unit, e.g. ``src_a.c.log``), or a
-    pattern where ``%m`` is the module's source file and ``%p`` the process
-    id. An existing log is an error unless ``overwrite_log``: in a build of
-    many files, one plain file would otherwise keep only the last one's log.
-    ``regalloc_model``: an eviction policy (.tflite, model directory or
-    compiled .so) deciding the register allocator's evictions.
-    ``replay``: a file of '0'/'1' characters (``%m`` as for the log) that
-    forces the inliner's first decisions, in the order it asks; the model
-    (or the heuristic) decides the rest and is still evaluated.
-    ``log_callee_linkage``: the training log also has ``callee_linkage``
-    (the inlining-linkage problem's 40th input) before ``inlining_default``.
-    ``callee_decisions``: a file of ``<0|1> <callee name>`` lines; every site
-    calling a named function gets its decision (``mlopt corpus call-sites
-    --callee-decisions`` writes a package's one-site-linkonce rule as one).
-    """
-    path = plugin_path(llvm)
-    flags = [f"-fpass-plugin={path}", "-Xclang", "-load", "-Xclang", str(path)]
-    for option in _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, regalloc_model, replay,
-                                 log_callee_linkage, callee_decisions):
-        flags += ["-mllvm", option]
-    return flags
-
-
 LTO_MODES = ("full", "thin")
 
 
 def lld_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
               ir2vec_vocab=None, regalloc_model=None, replay=None, log_callee_linkage: bool = False,
-              callee_decisions=None) -> list[str]:
+              callee_decisions=None, save_lto_modules=None) -> list[str]:
     """Arguments that run the plugin in ``ld.lld-<llvm>``'s LTO backends (full
     LTO and in-process ThinLTO), for lld's own command line.
 
@@ -125,18 +93,25 @@ def lld_flags(*, training_log=None, model=None, overwrite_log: bool = False, llv
     Options as for :func:`clang_flags`; at link time ``%m`` (and a directory
     log) names a module after the link's output: ``logs/libz.so.lto.log`` for
     full LTO, ``logs/libz.so.thinlto/<source>.log`` per ThinLTO backend.
+    ``save_lto_modules``: a directory where each module LTO optimizes is saved
+    with the link's facts (``mlopt corpus extract DIR OUT --lto`` makes a
+    corpus of them); link-time only.
     """
     path = plugin_path(llvm)
     flags = ["-mllvm", f"-load={path}"]
-    for option in _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, regalloc_model, replay,
-                                 log_callee_linkage, callee_decisions):
+    options = _mlopt_options(training_log, model, overwrite_log, ir2vec_vocab, regalloc_model, replay,
+                             log_callee_linkage, callee_decisions)
+    if save_lto_modules is not None:
+        options.append(f"-mlopt-save-lto-modules={Path(save_lto_modules).resolve()}")
+    for option in options:
         flags += ["-mllvm", option]
     return [*flags, f"--load-pass-plugin={path}"]
 
 
 def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, llvm=None,
                 ir2vec_vocab=None, regalloc_model=None, replay=None,
-                log_callee_linkage: bool = False, callee_decisions=None, lto=None) -> list[str]:
+                log_callee_linkage: bool = False, callee_decisions=None, lto=None,
+                save_lto_modules=None) -> list[str]:
     """Arguments that load the plugin into ``clang-<llvm>`` with its options.
 
     ``-fpass-plugin`` runs the plugin; ``-Xclang -load`` makes its
@@ -148,7 +123,8 @@ def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, l
     backends: :func:`lld_flags`); each half is unused on the other command
     and ``-Wno-unused-command-line-argument`` keeps clang quiet about it.
     A training log must then be a directory or a pattern with ``%m``: the
-    compile and the link write one log each.
+    compile and the link write one log each. ``save_lto_modules`` (with
+    ``lto``): see :func:`lld_flags`.
 
     ``training_log``: a file, a directory ending in ``/`` (one
     ``<module>.log`` per translation unit, e.g. ``src_a.c.log``), or a
@@ -175,10 +151,13 @@ def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, l
     for option in options:
         flags += ["-mllvm", option]
     if lto is None:
+        if save_lto_modules is not None:
+            raise ValueError("save_lto_modules needs lto='full' or 'thin' (LTO modules exist at link time)")
         return flags
     link = lld_flags(training_log=training_log, model=model, overwrite_log=overwrite_log, llvm=llvm,
                      ir2vec_vocab=ir2vec_vocab, regalloc_model=regalloc_model, replay=replay,
-                     log_callee_linkage=log_callee_linkage, callee_decisions=callee_decisions)
+                     log_callee_linkage=log_callee_linkage, callee_decisions=callee_decisions,
+                     save_lto_modules=save_lto_modules)
     for flag in link:
         if "," in flag:
             raise ValueError(f"{flag}: a path with ',' cannot pass through clang's -Wl, (which splits at commas); "

@@ -81,6 +81,12 @@ class DebianConfig:
     llvm: int = 19
     flags: tuple[str, ...] = ("-Oz",)
     extra_flags: tuple[str, ...] = ()
+    # Link-time: lld's LTO ("full", "thin") or none, and flags for every link
+    # (-fuse-ld=lld and -flto=MODE come with them). An LTO build's objects are
+    # bitcode: its result is the shipped binaries' .text, no modules.
+    lto: str | None = None
+    link_flags: tuple[str, ...] = ()
+    lld: bool = False  # link with lld even without LTO or link flags
     jobs: int = 1  # packages built at once
     timeout: float = 1800.0  # seconds per package build
     retry_failed: bool = False
@@ -88,7 +94,16 @@ class DebianConfig:
 
     @property
     def cflags(self) -> str:
+        if self.lto is not None:
+            return " ".join([*self.flags, f"-flto={self.lto}", *self.extra_flags])
         return " ".join([*self.flags, "-Xclang", "-fembed-bitcode=all", *self.extra_flags])
+
+    @property
+    def ldflags(self) -> str:
+        """Appended to the build's LDFLAGS; empty: the build links as it would."""
+        if self.lto is None and not self.link_flags and not self.lld:
+            return ""
+        return " ".join(["-fuse-ld=lld", *([f"-flto={self.lto}"] if self.lto else []), *self.link_flags])
 
     def compiler_version(self) -> str:
         try:
@@ -98,7 +113,8 @@ class DebianConfig:
         return out.splitlines()[0].strip() if out else f"clang-{self.llvm}"
 
     def key(self) -> str:
-        text = json.dumps([self.compiler_version(), self.cflags, "v2"])  # v2: .text counts .text.* COMDAT sections
+        text = json.dumps([self.compiler_version(), self.cflags, "v2",  # v2: .text counts .text.* COMDAT sections
+                           *([self.ldflags] if self.ldflags else [])])
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -388,6 +404,8 @@ class PackageBuilder:
                "DEB_BUILD_OPTIONS": "nocheck nodoc nostrip noautodbgsym noddebs parallel=1",
                "DEB_BUILD_PROFILES": "nocheck nodoc", "DEB_BUILD_MAINT_OPTIONS": "optimize=-lto",
                "LC_ALL": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
+        if self.config.ldflags:
+            env["DEB_LDFLAGS_APPEND"] = self.config.ldflags
         log = self.workdir / "build.log"
         with open(log, "wb") as out:
             proc = subprocess.Popen(["dpkg-buildpackage", "-B", "-uc", "-us", "--no-sign"], cwd=tree, env=env,
@@ -415,6 +433,11 @@ class PackageBuilder:
         return log
 
     def extract(self, tree: Path) -> tuple[list[str], dict[str, int], dict[str, str], dict[str, int]]:
+        if self.config.lto is not None:  # bitcode objects: what it ships is the result
+            shipped = _shipped_text(tree)
+            if not shipped:
+                raise _StageError("extract", "the build ships no ELF executable or shared library")
+            return [], {}, {}, shipped
         objects = _package_objects(tree)
         corpus = self.workdir / "corpus"
         shutil.rmtree(corpus, ignore_errors=True)

@@ -1,6 +1,9 @@
 """Reading corpora in ml-compiler-opt's layout: ``corpus_description.json``
 listing ``modules``, each ``<m>.bc`` with its compile command in ``<m>.cmd``
-or, for every module, ``global_command_override``."""
+or, for every module, ``global_command_override``. An LTO corpus
+(``has_thinlto``, or mlopt's ``"lto": "full"|"thin"``; :mod:`.lto`) holds
+modules as lld's LTO backends optimize them: they are compiled as lld
+compiles them, with the link's facts from ``<m>.link.json`` when it has them."""
 
 from __future__ import annotations
 
@@ -26,12 +29,19 @@ class CorpusEntry:
     name: str
     bitcode_path: Path
     command: tuple[str, ...] | None = None
+    lto: str | None = None  # "full" | "thin": an LTO corpus's module
 
     @property
     def size(self) -> int:
         return self.bitcode_path.stat().st_size
 
     def load(self, llvm: int | str | None = None) -> Module:
+        if self.lto is not None:
+            from .lto import lto_module_facts
+
+            facts = lto_module_facts(self.bitcode_path) or {}
+            return Module(self.bitcode_path, name=self.name, llvm=llvm, lto=self.lto,
+                          reloc_model=facts.get("reloc_model"), lto_level=facts.get("lto_level", "O2"))
         return Module.from_corpus(self.bitcode_path, command=self.command, name=self.name, llvm=llvm)
 
 
@@ -46,9 +56,12 @@ def read_description(directory: PathLike) -> dict:
     modules = desc.get("modules") if isinstance(desc, dict) else None
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
         raise CorpusError(f"{desc_path}: expected an object with a 'modules' list of names")
-    if desc.get("has_thinlto"):
-        raise CorpusError(f"{desc_path}: ThinLTO corpora (has_thinlto) are not supported")
+    lto = desc.get("lto", "thin" if desc.get("has_thinlto") else None)
+    if lto not in (None, "full", "thin") or (desc.get("has_thinlto") and lto != "thin"):
+        raise CorpusError(f"{desc_path}: 'lto' must be 'full' or 'thin' (and 'thin' with has_thinlto), not {lto!r}")
     override = desc.get("global_command_override")
+    if lto is not None:  # compiled as lld compiles them: no clang command applies
+        return {**desc, "lto": lto}
     if override is not None:
         if not isinstance(override, list) or not all(isinstance(a, str) for a in override):
             raise CorpusError(f"{desc_path}: 'global_command_override' must be a list of arguments")
@@ -64,9 +77,10 @@ def corpus_entries(directory: PathLike, exclude: Iterable[str] = ()) -> list[Cor
     directory = Path(directory)
     desc = read_description(directory)
     override = desc.get("global_command_override")
-    command = tuple(override) if override is not None else None
+    lto = desc.get("lto")
+    command = tuple(override) if override is not None and lto is None else None
     excluded = set(exclude)
-    return [CorpusEntry(m, directory / f"{m}.bc", command) for m in desc["modules"]
+    return [CorpusEntry(m, directory / f"{m}.bc", command, lto) for m in desc["modules"]
             if not excluded or m.split("/", 1)[0] not in excluded]
 
 

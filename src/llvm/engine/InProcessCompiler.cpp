@@ -277,9 +277,8 @@ static std::optional<CompileOutput> compileOnce(const std::string &Bitcode, cons
   }
 
   if (Options.CodeGenLevel >= 0) {
-    std::unique_ptr<TargetMachine> TM =
-        createCodeGenTargetMachine(*M, Options.CodeGenLevel, Options.RelocModel,
-                                   Options.LinkTimeCodegen);
+    std::unique_ptr<TargetMachine> TM = createCodeGenTargetMachine(
+        *M, Options.CodeGenLevel, Options.RelocModel, Options.LinkTimeCodegen);
     M->setDataLayout(TM->createDataLayout());
     std::optional<ReusePlan> Reuse;
     if (CacheKey && Options.Cache->perFunction())

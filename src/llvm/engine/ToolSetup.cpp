@@ -113,9 +113,8 @@ static std::optional<Reloc::Model> parseRelocModel(const std::string &Name) {
                      "' (static, pic, dynamic-no-pic, ropi, rwpi, ropi-rwpi)");
 }
 
-std::unique_ptr<TargetMachine> createCodeGenTargetMachine(Module &M, int Level,
-                                                          const std::string &RelocModel,
-                                                          bool LinkTime) {
+std::unique_ptr<TargetMachine>
+createCodeGenTargetMachine(Module &M, int Level, const std::string &RelocModel, bool LinkTime) {
   Triple T(M.getTargetTriple());
   if (T.getTriple().empty())
     T.setTriple(sys::getDefaultTargetTriple());

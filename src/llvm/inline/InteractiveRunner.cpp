@@ -11,8 +11,8 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
-#include <poll.h>
 #include <mutex>
+#include <poll.h>
 #include <set>
 #include <sys/stat.h>
 #include <thread>

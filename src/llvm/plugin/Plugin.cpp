@@ -23,7 +23,8 @@
 // options (lld parses -mllvm before it loads pass plugins), then
 // --load-pass-plugin=P, which runs it:
 //   ld.lld-19 -mllvm -load=P -mllvm -mlopt-inline-training-log=logs/ --load-pass-plugin=P ...
-//   clang-19 -flto -fuse-ld=lld -Wl,-mllvm,-load=P -Wl,-mllvm,-mlopt-... -Wl,--load-pass-plugin=P ...
+//   clang-19 -flto -fuse-ld=lld -Wl,-mllvm,-load=P -Wl,-mllvm,-mlopt-... -Wl,--load-pass-plugin=P
+//   ...
 // At link time a module's logs, replay files and interactive channels (%m)
 // are named after the link's output (TrainingLogPath.h): logs/libz.so.lto.log
 // for a full-LTO link, logs/libz.so.thinlto/<source>.log per ThinLTO backend.
@@ -42,11 +43,12 @@
 #include "InlineFeatures.h"
 #include "InteractiveRunner.h"
 #include "LLVMOption.h"
+#include "LTOModuleSaver.h"
+#include "LinkCommandLine.h"
 #include "MLoptInlineAdvisor.h"
 #include "PluginDiagnostic.h"
 #include "PolicyModelPool.h"
 #include "PolicyModelRunner.h"
-#include "ProcessOutput.h"
 #include "TensorSpecConversion.h"
 #include "TrainingLogPath.h"
 #ifdef MLOPT_HAVE_REGALLOC
@@ -171,6 +173,14 @@ cl::opt<mlopt::InlineFeatures> InlineFeatures(
                           "LLVM's MLInlineAdvisor (recomputes the caller's dominator tree and "
                           "loop info after every inlining)")));
 
+cl::opt<std::string> SaveLTOModules(
+    "mlopt-save-lto-modules", cl::value_desc("dir"), cl::cat(Category),
+    cl::desc("mlopt: in lld's LTO backends, save each module as LTO is about to optimize it "
+             "(a full-LTO link's merged module; each ThinLTO backend's post-import module) to "
+             "<dir>/<name>.bc with the link's facts in <name>.link.json, named as link-time logs "
+             "(<output>.lto, <output>.thinlto/<source>): an LTO corpus for mlopt corpus extract "
+             "--lto. Decisions are not changed by it"));
+
 cl::OptionCategory RegallocCategory("mlopt regalloc options");
 
 cl::opt<std::string> RegallocModel(
@@ -209,7 +219,7 @@ bool isPostLink(ThinOrFullLTOPhase Phase) {
 /// What %m means for module M in this inliner run (TrainingLogPath.h).
 std::string moduleName(const Module &M, ThinOrFullLTOPhase Phase) {
   if (isPostLink(Phase))
-    return mlopt::linkTimeModuleName(mlopt::processOutputFile(),
+    return mlopt::linkTimeModuleName(mlopt::linkCommandLine().Output,
                                      Phase == ThinOrFullLTOPhase::ThinLTOPostLink,
                                      M.getSourceFileName(), M.getModuleIdentifier());
   return mlopt::trainingLogModuleName(M.getSourceFileName(), M.getModuleIdentifier());
@@ -317,8 +327,8 @@ std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx,
       mlopt::PolicyLoadOptions Opts;
       Opts.FeedPrefix = FeedPrefix;
       Opts.LiteRtLibrary = LiteRtLibrary;
-      Opts.OptionalFeatures = {"callee_embedding", "caller_embedding",
-                               mlopt::DefaultDecisionInput, mlopt::CalleeLinkageInput};
+      Opts.OptionalFeatures = {"callee_embedding", "caller_embedding", mlopt::DefaultDecisionInput,
+                               mlopt::CalleeLinkageInput};
       // + the heuristic's decision and the callee's linkage class, if taken
       std::vector<mlopt::TensorSpec> Offered = Inputs;
       Offered.push_back(
@@ -343,9 +353,9 @@ std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx,
 }
 
 /// The runner for one inliner run on the module %m names as Name.
-std::unique_ptr<mlopt::InlinePolicyRunner>
-makeRunner(LLVMContext &Ctx, const std::vector<llvm::TensorSpec> &Features,
-           const std::string &Name) {
+std::unique_ptr<mlopt::InlinePolicyRunner> makeRunner(LLVMContext &Ctx,
+                                                      const std::vector<llvm::TensorSpec> &Features,
+                                                      const std::string &Name) {
   if (!ModelPath.empty() && !InteractiveBase.empty()) {
     static std::once_flag Reported;
     std::call_once(Reported, [&] {
@@ -420,6 +430,8 @@ bool pluginActive() {
 }
 
 void registerCallbacks(PassBuilder &PB) {
+  if (!SaveLTOModules.empty())
+    mlopt::installLTOModuleSaver(PB, SaveLTOModules);
   PB.registerAnalysisRegistrationCallback([](ModuleAnalysisManager &MAM) {
     if (!pluginActive())
       return;

@@ -1,0 +1,77 @@
+"""The stock configurations a size-minded user would pick instead of mlopt
+(-Oz; -Oz with gc-sections + ICF; ThinLTO; full LTO; full LTO with
+gc-sections + ICF), every binary linked by lld, on the large Debian corpus's
+validation and test packages (the split the trainers are measured on): the
+.text of the executables and shared libraries each package ships, per
+package, C and C++, and each package's best configuration. Baseline: the
+package's own -Oz build, linked by lld, in the same run.
+
+    python3 benchmarks/bench_lto_stock.py [--llvm 19] [--jobs 1] [--record]
+    python3 benchmarks/bench_lto_stock.py --quick        # lz4 alone
+
+Builds are cached per package and configuration (mlopt corpus debian's
+cache); ``--record`` writes benchmarks/results/lto-stock-debian-llvm<N>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from mlopt.corpus.debian import DebianConfig, PackageSpec, read_package_list
+from mlopt.evaluation.stock_lto import compare_stock, stock_table
+
+ROOT = Path(__file__).resolve().parent.parent
+VALIDATION = ["angelscript", "cmark", "fmtlib", "lame", "leveldb", "libpcap", "libtomcrypt", "lzip", "nettle",
+              "ninja-build", "snappy", "wavpack"]
+TEST = ["box2d", "clipper", "faad2", "giflib", "hunspell", "lcms2", "libebml", "libuv1", "lmdb", "lzo2", "mawk",
+        "msgpack-c", "openh264", "qhull", "spdlog"]
+
+
+def pinned(names: list[str]) -> list[PackageSpec]:
+    """The packages at the versions the corpus lists pin."""
+    lists = [ROOT / "python" / "mlopt" / "corpus" / "debian_packages.txt", ROOT / "benchmarks" /
+             "debian_extra_packages.txt"]
+    known = {s.name: s for path in lists for s in read_package_list(path)}
+    missing = [n for n in names if n not in known]
+    if missing:
+        sys.exit(f"bench_lto_stock: {missing} are in no package list")
+    return [known[n] for n in names]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llvm", type=int, default=19)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--quick", action="store_true", help="lz4 alone")
+    ap.add_argument("--record", action="store_true")
+    args = ap.parse_args()
+    names = ["lz4"] if args.quick else VALIDATION + TEST
+    specs = pinned(names) if not args.quick else [PackageSpec("lz4", "1.9.4-1")]
+    progress = lambda event, package, done, total: print(f"[{done}/{total}] {event} {package}",  # noqa: E731
+                                                         file=sys.stderr, flush=True)
+    report = compare_stock(specs, DebianConfig(llvm=args.llvm, jobs=args.jobs), on_progress=progress)
+    split = dict.fromkeys(VALIDATION, "validation") | dict.fromkeys(TEST, "test")
+    for p in report["packages"]:
+        p["split"] = split.get(p["package"], "")
+    print(stock_table(report))
+    for f in report["failed"]:
+        print(f"{f['package']}: failed in {f['config']} at {f['stage']}")
+    if args.record:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip()
+        out = ROOT / "benchmarks" / "results" / f"lto-stock-debian-llvm{args.llvm}.json"
+        record = {"benchmark": "bench_lto_stock.py", "command": " ".join(["python3", "benchmarks/bench_lto_stock.py",
+                                                                          *sys.argv[1:]]),
+                  "date": datetime.date.today().isoformat(), "commit": commit, **report}
+        out.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"recorded: {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""What a size-minded user would pick instead of mlopt: each package built by
+its own build system (``mlopt corpus debian``) in the stock configurations,
+every binary linked by lld, and the ``.text`` of the executables and shared
+libraries it ships compared per package, per language and in total, with
+each package's best configuration.
+
+==============  ============================================================
+``Oz``          ``-Oz``
+``Oz+gc+icf``   ``-Oz -ffunction-sections -fdata-sections``, linked with
+                ``--gc-sections --icf=all``
+``thin``        ``-Oz -flto=thin``
+``full``        ``-Oz -flto``
+``full+gc+icf`` ``-Oz -flto -ffunction-sections -fdata-sections``, linked
+                with ``--gc-sections --icf=all``
+==============  ============================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from ..corpus.debian import DebianConfig, PackageResult, PackageSpec, build_packages
+
+SECTIONS = ("-ffunction-sections", "-fdata-sections")
+GC_ICF = ("-Wl,--gc-sections", "-Wl,--icf=all")
+STOCK = {
+    "Oz": dict(flags=("-Oz",), lld=True),
+    "Oz+gc+icf": dict(flags=("-Oz", *SECTIONS), link_flags=GC_ICF),
+    "thin": dict(flags=("-Oz",), lto="thin"),
+    "full": dict(flags=("-Oz",), lto="full"),
+    "full+gc+icf": dict(flags=("-Oz", *SECTIONS), lto="full", link_flags=GC_ICF),
+}
+BASELINE = "Oz"
+
+
+def stock_config(name: str, base: DebianConfig | None = None) -> DebianConfig:
+    return replace(base or DebianConfig(), **STOCK[name])
+
+
+def package_language(result: PackageResult) -> str:
+    """``c`` or ``c++``: the language of most of the package's code (its
+    ``-Oz`` build's modules, by ``.text``)."""
+    by: dict[str, int] = {}
+    for m in result.modules:
+        lang = result.module_language.get(m, "c")
+        by[lang] = by.get(lang, 0) + result.module_text.get(m, 0)
+    return max(by, key=by.get) if by else "c"
+
+
+def compare_stock(specs: Sequence[PackageSpec], base: DebianConfig | None = None,
+                  configs: Sequence[str] = tuple(STOCK), *, on_progress=None,
+                  say: Callable[[str], None] | None = None) -> dict:
+    """Builds every package in every configuration (cached per package and
+    configuration, as ``mlopt corpus debian`` caches) and returns the report:
+    per package its language, each configuration's shipped ``.text`` and its
+    best configuration; totals over the packages that built in every
+    configuration, all and per language, against ``Oz``."""
+    base = base or DebianConfig()
+    unknown = [c for c in configs if c not in STOCK]
+    if unknown:
+        raise ValueError(f"unknown stock configuration {unknown[0]!r} (one of {', '.join(STOCK)})")
+    if BASELINE not in configs:
+        configs = (BASELINE, *configs)
+    built = {c: build_packages(specs, stock_config(c, base), on_progress=on_progress, say=say) for c in configs}
+    packages, failed = [], []
+    for i, spec in enumerate(specs):
+        results = {c: built[c][i] for c in configs}
+        bad = {c: r for c, r in results.items() if r.status != "built"}
+        if bad:
+            c, r = next(iter(bad.items()))
+            failed.append({"package": spec.name, "config": c, "stage": r.stage, "reason": r.reason})
+            continue
+        text = {c: sum(r.shipped.values()) for c, r in results.items()}
+        best = min(configs, key=lambda c: (text[c], configs.index(c)))
+        packages.append({"package": spec.name, "version": results[BASELINE].version,
+                         "language": package_language(results[BASELINE]), "text": text, "best": best,
+                         "binaries": {c: dict(sorted(r.shipped.items())) for c, r in results.items()}})
+    return {"llvm": base.llvm, "compiler": base.compiler_version(), "configs": list(configs), "baseline": BASELINE,
+            "packages": packages, "failed": failed, "totals": _totals(packages, configs)}
+
+
+def _totals(packages: list[dict], configs: Sequence[str]) -> dict:
+    out = {}
+    for group in ("all", "c", "c++"):
+        rows = [p for p in packages if group == "all" or p["language"] == group]
+        total = {c: sum(p["text"][c] for p in rows) for c in configs}
+        base = total[BASELINE]
+        best = sum(min(p["text"].values()) for p in rows)
+        out[group] = {"packages": len(rows), "text": total, "best_per_package": best,
+                      "delta_percent": {c: _pct(total[c], base) for c in configs},
+                      "best_per_package_delta_percent": _pct(best, base)}
+    return out
+
+
+def _pct(value: int, base: int) -> float:
+    return 100.0 * (value - base) / base if base else 0.0
+
+
+def stock_table(report: dict) -> str:
+    """The report as a Markdown table: one row per package (its shipped
+    ``.text`` under ``Oz``, each configuration against it, the best), then the totals."""
+    configs = report["configs"]
+    head = ["package", "lang", "Oz (bytes)", *[c for c in configs if c != BASELINE], "best"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in report["packages"]:
+        base = p["text"][BASELINE]
+        cells = [p["package"], p["language"], f"{base:,}",
+                 *[f"{_pct(p['text'][c], base):+.2f}%" for c in configs if c != BASELINE], p["best"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    for group, t in report["totals"].items():
+        if not t["packages"]:
+            continue
+        cells = [f"**{group}** ({t['packages']})", "", f"{t['text'][BASELINE]:,}",
+                 *[f"{t['delta_percent'][c]:+.2f}%" for c in configs if c != BASELINE],
+                 f"{t['best_per_package_delta_percent']:+.2f}%"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

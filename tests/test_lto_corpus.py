@@ -1,0 +1,104 @@
+"""LTO corpora: the modules stock lld's LTO backends optimize, saved by the
+plugin or by lld's --save-temps, compiled in process to the objects lld links;
+a ThinLTO corpus agrees with LLVM's mlgo-utils extract_ir of the same build."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import mlopt
+from mlopt.compiler.plugin import lld_flags
+from mlopt.corpus import corpus_entries
+from mlopt.corpus.lto import extract_lto_corpus
+from tests.support.lto import BINARIES, lto_build
+
+pytestmark = [pytest.mark.llvm]
+
+
+@pytest.fixture(params=("full", "thin"))
+def build(request, llvm_tools, plugin, tmp_path):
+    return lto_build(tmp_path / "build", request.param, llvm_tools["major"])
+
+
+def _native_object(facts: dict):
+    """The object lld's --save-temps=prelink wrote for a saved module."""
+    from pathlib import Path
+
+    output = Path(facts["output_path"])
+    if facts["lto"] == "full":
+        return output.with_name(output.name + ".lto.o")
+    module = Path(facts["module"])
+    if not module.is_absolute():
+        module = Path(facts["cwd"]) / module
+    suffix = ".o" if module.name.endswith(")") else ""
+    return module.with_name(f"{output.name}.lto.{module.name}{suffix}")
+
+
+def test_saved_modules_compile_to_the_objects_lld_links(build, llvm_tools, tmp_path):
+    """-mlopt-save-lto-modules under a random policy: the corpus names one
+    module per binary (full) / per backend (thin), and each compiles in process,
+    with the same policy, to lld's own object, byte for byte."""
+    from tests.test_plugin_lto import _random_policy
+
+    major = llvm_tools["major"]
+    policy_dir = _random_policy(build, major, tmp_path / "policy")
+    saved = tmp_path / "saved"
+    build.link(tmp_path / "out", *lld_flags(model=policy_dir, save_lto_modules=saved, llvm=major),
+               "--save-temps=prelink")
+    report = extract_lto_corpus(saved, tmp_path / "corpus")
+    assert report.lto == build.mode and report.source == "saved" and not report.skipped
+    if build.mode == "full":
+        assert sorted(report.modules) == sorted(f"{n}.lto" for n in BINARIES)
+    else:
+        assert {m.split(".thinlto/")[0] for m in report.modules} == set(BINARIES)
+        assert len(report.modules) == 2 + 4 + 1 + 1 + 2  # libgeom.so: 4 + cutil's 2; shapes 1; cksum 1 + 2
+    desc = json.loads((tmp_path / "corpus" / "corpus_description.json").read_text())
+    assert desc["lto"] == build.mode and desc["has_thinlto"] == (build.mode == "thin")
+    policy = mlopt.load_policy(policy_dir)
+    for entry in corpus_entries(tmp_path / "corpus"):
+        module = entry.load(major)
+        facts = json.loads(entry.bitcode_path.with_name(entry.bitcode_path.name[:-3] + ".link.json").read_text())
+        assert module.lto == build.mode and module.reloc_model == facts["reloc_model"]
+        assert facts["reloc_model"] == "pic"  # a shared library, and clang links executables -pie on Debian
+        r = mlopt.compile(module, policy, keep_object=True)
+        assert r.object == _native_object(facts).read_bytes(), entry.name
+
+
+def test_thinlto_corpus_agrees_with_extract_ir(llvm_tools, plugin, tmp_path):
+    """lld's --save-temps=import --thinlto-emit-index-files: mlopt's corpus and
+    mlgo-utils' extract_ir --thinlto_build=local have the same modules, bitcode
+    and index bytes and command override; mlopt reads extract_ir's corpus and
+    compiles its modules to lld's objects."""
+    major = llvm_tools["major"]
+    b = lto_build(tmp_path / "build", "thin", major)
+    b.link(tmp_path / "out", "--save-temps=import", "--save-temps=prelink", "--thinlto-emit-index-files",
+           only=("libgeom.so",))
+    obj = tmp_path / "build" / "obj"
+    theirs, ours = tmp_path / "extract_ir", tmp_path / "mlopt"
+    subprocess.run([sys.executable, "-m", "mlgo.corpus.extract_ir", "--thinlto_build=local",
+                    f"--obj_base_dir={obj}", f"--output_dir={theirs}", "--num_workers=1"], check=True,
+                   capture_output=True)
+    report = extract_lto_corpus(obj, ours)
+    assert report.source == "save-temps" and report.lto == "thin"
+    d_theirs = json.loads((theirs / "corpus_description.json").read_text())
+    d_ours = json.loads((ours / "corpus_description.json").read_text())
+    assert sorted(d_theirs["modules"]) == sorted(d_ours["modules"]) and len(d_ours["modules"]) == 6
+    assert d_theirs["has_thinlto"] is d_ours["has_thinlto"] is True
+    assert d_theirs["global_command_override"] == d_ours["global_command_override"]
+    for m in d_ours["modules"]:
+        for suffix in (".bc", ".thinlto.bc"):
+            assert (theirs / f"{m}{suffix}").read_bytes() == (ours / f"{m}{suffix}").read_bytes(), (m, suffix)
+    for entry in corpus_entries(theirs):  # extract_ir's corpus, read by mlopt
+        r = mlopt.compile(entry.load(major), keep_object=True)
+        native = obj / f"libgeom.so.lto.{entry.name}{'.o' if entry.name.endswith(')') else ''}"
+        assert r.object == native.read_bytes(), entry.name
+
+
+def test_no_lto_module_is_one_clear_error(tmp_path):
+    (tmp_path / "build").mkdir()
+    with pytest.raises(mlopt.CorpusError, match="no LTO module"):
+        extract_lto_corpus(tmp_path / "build", tmp_path / "corpus")
