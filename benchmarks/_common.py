@@ -22,6 +22,26 @@ from tests.support import corpus  # noqa: E402
 SDISTS = tuple(corpus.SDISTS)
 QUICK_SDISTS = ("lz4",)
 
+# The large Debian corpus's validation and test packages (benchmarks/README.md).
+LARGE_VALIDATION = ["angelscript", "cmark", "fmtlib", "lame", "leveldb", "libpcap", "libtomcrypt", "lzip", "nettle",
+                    "ninja-build", "snappy", "wavpack"]
+LARGE_TEST = ["box2d", "clipper", "faad2", "giflib", "hunspell", "lcms2", "libebml", "libuv1", "lmdb", "lzo2", "mawk",
+              "msgpack-c", "openh264", "qhull", "spdlog"]
+
+
+def pinned_packages(names: list[str]):
+    """The packages at the versions the corpus lists pin."""
+    from mlopt.corpus.debian import read_package_list
+
+    root = Path(__file__).resolve().parent.parent
+    lists = [root / "python" / "mlopt" / "corpus" / "debian_packages.txt", root / "benchmarks" /
+             "debian_extra_packages.txt"]
+    known = {s.name: s for path in lists for s in read_package_list(path)}
+    missing = [n for n in names if n not in known]
+    if missing:
+        sys.exit(f"{missing} are in no package list")
+    return [known[n] for n in names]
+
 
 def bench_corpus(work: Path, limit: int | None = None, names=SDISTS, smallest: bool = False) -> list[Path]:
     """Every C file of the named sdists (default all four: lz4, brotli,

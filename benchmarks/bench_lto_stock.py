@@ -22,27 +22,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mlopt.corpus.debian import DebianConfig, PackageSpec, read_package_list
+from _common import LARGE_TEST as TEST
+from _common import LARGE_VALIDATION as VALIDATION
+from _common import pinned_packages
+from mlopt.corpus.debian import DebianConfig, PackageSpec
 from mlopt.evaluation.stock_lto import compare_stock, stock_table
 
 ROOT = Path(__file__).resolve().parent.parent
-VALIDATION = ["angelscript", "cmark", "fmtlib", "lame", "leveldb", "libpcap", "libtomcrypt", "lzip", "nettle",
-              "ninja-build", "snappy", "wavpack"]
-TEST = ["box2d", "clipper", "faad2", "giflib", "hunspell", "lcms2", "libebml", "libuv1", "lmdb", "lzo2", "mawk",
-        "msgpack-c", "openh264", "qhull", "spdlog"]
-
-
-def pinned(names: list[str]) -> list[PackageSpec]:
-    """The packages at the versions the corpus lists pin."""
-    lists = [ROOT / "python" / "mlopt" / "corpus" / "debian_packages.txt", ROOT / "benchmarks" /
-             "debian_extra_packages.txt"]
-    known = {s.name: s for path in lists for s in read_package_list(path)}
-    missing = [n for n in names if n not in known]
-    if missing:
-        sys.exit(f"bench_lto_stock: {missing} are in no package list")
-    return [known[n] for n in names]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llvm", type=int, default=19)
@@ -51,7 +37,7 @@ def main() -> int:
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
     names = ["lz4"] if args.quick else VALIDATION + TEST
-    specs = pinned(names) if not args.quick else [PackageSpec("lz4", "1.9.4-1")]
+    specs = pinned_packages(names) if not args.quick else [PackageSpec("lz4", "1.9.4-1")]
     progress = lambda event, package, done, total: print(f"[{done}/{total}] {event} {package}",  # noqa: E731
                                                          file=sys.stderr, flush=True)
     report = compare_stock(specs, DebianConfig(llvm=args.llvm, jobs=args.jobs), on_progress=progress)

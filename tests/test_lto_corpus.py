@@ -13,7 +13,7 @@ import pytest
 import mlopt
 from mlopt.compiler.plugin import lld_flags
 from mlopt.corpus import corpus_entries
-from mlopt.corpus.lto import extract_lto_corpus
+from mlopt.corpus.lto import extract_lto_corpus, native_object_of
 from tests.support.lto import BINARIES, lto_build
 
 pytestmark = [pytest.mark.llvm]
@@ -22,20 +22,6 @@ pytestmark = [pytest.mark.llvm]
 @pytest.fixture(params=("full", "thin"))
 def build(request, llvm_tools, plugin, tmp_path):
     return lto_build(tmp_path / "build", request.param, llvm_tools["major"])
-
-
-def _native_object(facts: dict):
-    """The object lld's --save-temps=prelink wrote for a saved module."""
-    from pathlib import Path
-
-    output = Path(facts["output_path"])
-    if facts["lto"] == "full":
-        return output.with_name(output.name + ".lto.o")
-    module = Path(facts["module"])
-    if not module.is_absolute():
-        module = Path(facts["cwd"]) / module
-    suffix = ".o" if module.name.endswith(")") else ""
-    return module.with_name(f"{output.name}.lto.{module.name}{suffix}")
 
 
 def test_saved_modules_compile_to_the_objects_lld_links(build, llvm_tools, tmp_path):
@@ -65,7 +51,7 @@ def test_saved_modules_compile_to_the_objects_lld_links(build, llvm_tools, tmp_p
         assert module.lto == build.mode and module.reloc_model == facts["reloc_model"]
         assert facts["reloc_model"] == "pic"  # a shared library, and clang links executables -pie on Debian
         r = mlopt.compile(module, policy, keep_object=True)
-        assert r.object == _native_object(facts).read_bytes(), entry.name
+        assert r.object == native_object_of(facts).read_bytes(), entry.name
 
 
 def test_thinlto_corpus_agrees_with_extract_ir(llvm_tools, plugin, tmp_path):

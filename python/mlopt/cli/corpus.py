@@ -169,6 +169,11 @@ def cmd_debian(args) -> int:
 
     llvm = int(args.llvm or default_llvm())
     config = DebianConfig(llvm=llvm, jobs=args.jobs, timeout=args.timeout, retry_failed=args.retry_failed)
+    if args.lto is not None:
+        if args.stock:
+            raise UsageError("--stock builds every stock configuration: no --lto")
+        config = DebianConfig(llvm=llvm, jobs=args.jobs, timeout=args.timeout, retry_failed=args.retry_failed,
+                              lto=args.lto, save_lto_modules=True)
     if args.policy and args.stock:
         raise UsageError("--policy and --stock are separate comparisons: give one")
     if args.policy:
@@ -420,6 +425,10 @@ def register(sub) -> None:
     db.add_argument("--policy", type=existing_path, metavar="POLICY",
                     help="build each package with this policy (.so, .tflite or model dir) and with the heuristic: "
                          "the .text of its objects and of the executables and libraries it ships, side by side")
+    db.add_argument("--lto", choices=("full", "thin"),
+                    help="an LTO corpus: each package built with -Oz -flto=MODE and linked by lld with the plugin "
+                         "saving every module LTO optimizes: one merged module per binary (full), one post-import "
+                         "module per backend (thin), each with the .text of the object lld made of it")
     db.add_argument("--stock", action="store_true",
                     help="build each package in the stock configurations a size-minded user would pick (-Oz; -Oz "
                          "with gc-sections + ICF; ThinLTO; full LTO; full LTO with gc-sections + ICF; all linked by "

@@ -87,6 +87,10 @@ class DebianConfig:
     lto: str | None = None
     link_flags: tuple[str, ...] = ()
     lld: bool = False  # link with lld even without LTO or link flags
+    # With lto: every link saves its LTO modules through the plugin
+    # (-mlopt-save-lto-modules) and lld its objects (--save-temps=prelink):
+    # the package's LTO corpus, each module with the .text of lld's object.
+    save_lto_modules: bool = False
     jobs: int = 1  # packages built at once
     timeout: float = 1800.0  # seconds per package build
     retry_failed: bool = False
@@ -114,7 +118,8 @@ class DebianConfig:
 
     def key(self) -> str:
         text = json.dumps([self.compiler_version(), self.cflags, "v2",  # v2: .text counts .text.* COMDAT sections
-                           *([self.ldflags] if self.ldflags else [])])
+                           *([self.ldflags] if self.ldflags else []),
+                           *(["lto-modules"] if self.save_lto_modules else [])])
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -405,7 +410,7 @@ class PackageBuilder:
                "DEB_BUILD_PROFILES": "nocheck nodoc", "DEB_BUILD_MAINT_OPTIONS": "optimize=-lto",
                "LC_ALL": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
         if self.config.ldflags:
-            env["DEB_LDFLAGS_APPEND"] = self.config.ldflags
+            env["DEB_LDFLAGS_APPEND"] = " ".join([self.config.ldflags, *self.lto_module_flags()])
         log = self.workdir / "build.log"
         with open(log, "wb") as out:
             proc = subprocess.Popen(["dpkg-buildpackage", "-B", "-uc", "-us", "--no-sign"], cwd=tree, env=env,
@@ -432,11 +437,60 @@ class PackageBuilder:
             raise _StageError("build", build_failure(log.read_text(errors="replace")))
         return log
 
+    def lto_module_flags(self) -> list[str]:
+        """The link flags that save the LTO corpus (see DebianConfig.save_lto_modules)."""
+        if not (self.config.save_lto_modules and self.config.lto):
+            return []
+        from .. import _native
+
+        plugin = _native.plugin_library(self.config.llvm)
+        if plugin is None:
+            raise _StageError("build", f"mlopt was built without LLVM {self.config.llvm}'s plugin: no LTO corpus")
+        saved = self.workdir / "lto-modules"
+        shutil.rmtree(saved, ignore_errors=True)
+        return [f"-Wl,-mllvm,-load={plugin}", f"-Wl,-mllvm,-mlopt-save-lto-modules={saved}",
+                f"-Wl,--load-pass-plugin={plugin}", "-Wl,--save-temps=prelink"]
+
+    def extract_lto(self, tree: Path) -> tuple[list[str], dict[str, int], dict[str, str]]:
+        """The package's LTO corpus from the modules its links saved: each
+        module with the .text of the object lld made of it (``lld_text`` in
+        its link facts too) and its language."""
+        from .lto import FACTS, extract_lto_corpus, native_object_of
+
+        corpus = self.workdir / "corpus"
+        try:
+            report = extract_lto_corpus(self.workdir / "lto-modules", corpus, lto=self.config.lto, root=tree,
+                                        force=True)
+        except CorpusError as e:
+            raise _StageError("extract", str(e)) from None
+        text, lang = {}, {}
+        for m in report.modules:
+            facts_path = corpus / f"{m}{FACTS}"
+            facts = json.loads(facts_path.read_text())
+            native = native_object_of(facts)
+            if native is None or not native.is_file():
+                raise _StageError("extract", f"{m}: lld left no object of it (--save-temps=prelink)")
+            text[m] = facts["lld_text"] = text_bytes(read_sections(native))
+            binary = Path(facts["output_path"])
+            facts["binary_text"] = text_bytes(read_sections(binary)) if binary.is_file() else None
+            facts_path.unlink()  # a link to the saved file: write the corpus's own
+            facts_path.write_text(json.dumps(facts, indent=2) + "\n")
+            source = facts.get("source", "")
+            if facts["lto"] == "thin":
+                lang[m] = "c++" if Path(source).suffix in CXX_SUFFIXES else "c"
+            else:
+                dynstr = read_sections(binary, {".dynstr"}).get(".dynstr", b"") if binary.is_file() else b""
+                lang[m] = "c++" if b"libstdc++.so" in dynstr else "c"
+        shutil.rmtree(self.workdir / "lto-modules", ignore_errors=True)
+        return report.modules, text, lang
+
     def extract(self, tree: Path) -> tuple[list[str], dict[str, int], dict[str, str], dict[str, int]]:
         if self.config.lto is not None:  # bitcode objects: what it ships is the result
             shipped = _shipped_text(tree)
             if not shipped:
                 raise _StageError("extract", "the build ships no ELF executable or shared library")
+            if self.config.save_lto_modules:
+                return (*self.extract_lto(tree), shipped)
             return [], {}, {}, shipped
         objects = _package_objects(tree)
         corpus = self.workdir / "corpus"
@@ -638,7 +692,7 @@ def debian_corpus(specs: Sequence[PackageSpec], output: str | os.PathLike, confi
         src = Path(r.workdir) / "corpus"
         for m in r.modules:
             name = f"{r.name}/{m}"
-            for suffix in (".bc", ".cmd"):
+            for suffix in ((".bc", ".link.json") if config.lto else (".bc", ".cmd")):
                 dest = out / f"{name}{suffix}"
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 if dest.exists():
@@ -649,7 +703,12 @@ def debian_corpus(specs: Sequence[PackageSpec], output: str | os.PathLike, confi
                     shutil.copyfile(src / f"{m}{suffix}", dest)
             modules.append(name)
             languages[name] = r.module_language.get(m, "c")
-    write_description(out, modules)
+    if config.lto:
+        from .lto import write_lto_description
+
+        write_lto_description(out, config.lto, modules)
+    else:
+        write_description(out, modules)
     by_name = {s.name: s for s in chosen}
     manifest = {"source": "debian", "compiler": config.compiler_version(), "flags": config.cflags.split(),
                 "flags_key": config.key(), "excluded": excluded,

@@ -81,6 +81,21 @@ def _flat(path: str) -> str:
     return path.lstrip("./").replace("/", "_") if path else "module"
 
 
+def native_object_of(facts: dict) -> Path | None:
+    """Where lld's ``--save-temps=prelink`` wrote the object of a saved module:
+    ``<output>.lto.o`` (full LTO), ``<output name>.lto.<module>`` next to a
+    ThinLTO module's input (``.o`` added for an archive member)."""
+    output = _output(facts)
+    if facts.get("lto") == "full":
+        return output.with_name(output.name + ".lto.o")
+    module = Path(facts.get("module", ""))
+    if not module.name:
+        return None
+    if not module.is_absolute():
+        module = Path(facts.get("cwd", ".")) / module
+    return module.with_name(f"{output.name}.lto.{module.name}{'.o' if module.name.endswith(')') else ''}")
+
+
 def lto_module_facts(bitcode: Path) -> dict | None:
     """The link facts saved with an LTO corpus module (``<m>.link.json``), or None."""
     path = bitcode.with_name(bitcode.name.removesuffix(".bc") + FACTS)
