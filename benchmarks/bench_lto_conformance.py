@@ -30,6 +30,32 @@ from mlopt.evaluation.stock_lto import stock_config
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def summarize(modes: dict) -> dict:
+    out = {}
+    for mode, m in modes.items():
+        built = [p for p in m["packages"] if p["status"] == "built"]
+        both = [p for p in built if p.get("stock_build_cpu_seconds")]
+        out[mode] = {"built": len(built), "failed": [p for p in m["packages"] if p["status"] != "built"],
+                     "modules": sum(p["modules"] for p in built), "exact": sum(p["exact"] for p in built),
+                     "build_cpu_minutes": round(sum(p["build_cpu_seconds"] for p in both) / 60, 1),
+                     "stock_build_cpu_minutes": round(sum(p["stock_build_cpu_seconds"] for p in both) / 60, 1),
+                     "engine_seconds": round(sum(p["engine_seconds"] for p in built), 1),
+                     "mismatches": m["mismatches"][:20], "packages": m["packages"]}
+    return out
+
+
+def record(modes: dict, args) -> None:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    llvm_version = subprocess.run([f"llvm-config-{args.llvm}", "--version"], capture_output=True,
+                                  text=True).stdout.strip()
+    entry = {"benchmark": "bench_lto_conformance.py",
+             "command": " ".join(["python3", "benchmarks/bench_lto_conformance.py", *sys.argv[1:]]),
+             "date": datetime.date.today().isoformat(), "commit": commit, "llvm": llvm_version, "modes": modes}
+    path = ROOT / "benchmarks" / "results" / f"lto-conformance-debian-llvm{args.llvm}.json"
+    path.write_text(json.dumps(entry, indent=1) + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llvm", type=int, default=19)
@@ -43,47 +69,32 @@ def main() -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="mlopt-lto-corpora-"))
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     progress = lambda event, package, done, total: say(f"[{done}/{total}] {event} {package}")  # noqa: E731
-    modes = {}
-    for mode in args.modes.split(","):
-        config = DebianConfig(llvm=args.llvm, jobs=args.jobs, lto=mode, save_lto_modules=True)
-        manifest = debian_corpus(specs, out / mode, config, force=True, on_progress=progress, say=say)
-        stock = {r.name: r for r in build_packages(specs, stock_config(mode, DebianConfig(llvm=args.llvm,
-                                                                                          jobs=args.jobs)),
-                                                   on_progress=progress)}
-        check = check_lto_corpus(out / mode, llvm=args.llvm,
-                                 on_result=lambda d, t: say(f"  compiled {d}/{t}") if d % 50 == 0 or d == t else None)
-        per_package: dict[str, dict] = {}
-        for row in check["rows"]:
-            p = per_package.setdefault(row["module"].split("/", 1)[0], {"modules": 0, "exact": 0})
-            p["modules"] += 1
-            p["exact"] += row["exact"]
-        packages = []
-        for entry in manifest["packages"]:
-            name = entry["name"]
-            base = stock.get(name)
-            packages.append({"package": name, "status": entry["status"], **per_package.get(name, {}),
-                             "build_cpu_seconds": entry.get("cpu_seconds"),
-                             "stock_build_cpu_seconds": round(base.cpu_seconds, 1) if base and
-                             base.status == "built" else None})
-        cpu = sum(p["build_cpu_seconds"] or 0 for p in packages if p.get("stock_build_cpu_seconds"))
-        stock_cpu = sum(p["stock_build_cpu_seconds"] for p in packages if p.get("stock_build_cpu_seconds"))
-        modes[mode] = {"modules": check["modules"], "exact": check["exact"], "unchecked": check["unchecked"],
-                       "engine_seconds": check["seconds"], "build_cpu_minutes": round(cpu / 60, 1),
-                       "stock_build_cpu_minutes": round(stock_cpu / 60, 1),
-                       "mismatches": [r for r in check["rows"] if not r["exact"]][:20], "packages": packages}
-        print(f"{mode}: {check['exact']} of {check['modules']} modules' .text exact; corpus build "
-              f"{cpu / 60:.1f} CPU min against {stock_cpu / 60:.1f} for the stock LTO builds")
-    if args.record:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True).stdout.strip()
-        llvm_version = subprocess.run([f"llvm-config-{args.llvm}", "--version"], capture_output=True,
-                                      text=True).stdout.strip()
-        record = {"benchmark": "bench_lto_conformance.py",
-                  "command": " ".join(["python3", "benchmarks/bench_lto_conformance.py", *sys.argv[1:]]),
-                  "date": datetime.date.today().isoformat(), "commit": commit, "llvm": llvm_version, "modes": modes}
-        path = ROOT / "benchmarks" / "results" / f"lto-conformance-debian-llvm{args.llvm}.json"
-        path.write_text(json.dumps(record, indent=1) + "\n")
-        print(f"recorded: {path.relative_to(ROOT)}")
+    modes: dict[str, dict] = {}
+    for spec in specs:  # one package at a time, both modes: a long run records as it goes
+        for mode in args.modes.split(","):
+            packages = modes.setdefault(mode, {"packages": [], "mismatches": []})
+            config = DebianConfig(llvm=args.llvm, jobs=args.jobs, lto=mode, save_lto_modules=True)
+            corpus = out / mode / spec.name
+            manifest = debian_corpus([spec], corpus, config, force=True, on_progress=progress, say=say)
+            entry = manifest["packages"][0]
+            [stock] = build_packages([spec], stock_config(mode, DebianConfig(llvm=args.llvm, jobs=args.jobs)),
+                                     on_progress=progress)
+            row = {"package": spec.name, "status": entry["status"], "build_cpu_seconds": entry.get("cpu_seconds"),
+                   "stock_build_cpu_seconds": round(stock.cpu_seconds, 1) if stock.status == "built" else None}
+            if entry["status"] == "built":
+                check = check_lto_corpus(corpus, llvm=args.llvm)
+                row.update(modules=check["modules"], exact=check["exact"], engine_seconds=check["seconds"])
+                packages["mismatches"] += [r for r in check["rows"] if not r["exact"]]
+            else:
+                row.update(stage=entry.get("stage"), reason=entry.get("reason", "")[-300:])
+            packages["packages"].append(row)
+            say(f"{mode} {spec.name}: {row.get('exact', 0)} of {row.get('modules', 0)} exact")
+        summary = summarize(modes)
+        if args.record:
+            record(summary, args)
+    for mode, m in summary.items():
+        print(f"{mode}: {m['exact']} of {m['modules']} modules' .text exact in {m['built']} packages; corpus build "
+              f"{m['build_cpu_minutes']} CPU min against {m['stock_build_cpu_minutes']} for the stock LTO builds")
     return 0
 
 

@@ -26,9 +26,21 @@ from _common import LARGE_TEST as TEST
 from _common import LARGE_VALIDATION as VALIDATION
 from _common import pinned_packages
 from mlopt.corpus.debian import DebianConfig, PackageSpec
-from mlopt.evaluation.stock_lto import compare_stock, stock_table
+from mlopt.evaluation.stock_lto import compare_stock, merge_reports, stock_table
 
 ROOT = Path(__file__).resolve().parent.parent
+def record(report: dict, args) -> None:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    llvm_version = subprocess.run([f"llvm-config-{args.llvm}", "--version"], capture_output=True,
+                                  text=True).stdout.strip()
+    out = ROOT / "benchmarks" / "results" / f"lto-stock-debian-llvm{args.llvm}.json"
+    entry = {"benchmark": "bench_lto_stock.py",
+             "command": " ".join(["python3", "benchmarks/bench_lto_stock.py", *sys.argv[1:]]),
+             "date": datetime.date.today().isoformat(), "commit": commit, "llvm_version": llvm_version, **report}
+    out.write_text(json.dumps(entry, indent=1) + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llvm", type=int, default=19)
@@ -40,22 +52,19 @@ def main() -> int:
     specs = pinned_packages(names) if not args.quick else [PackageSpec("lz4", "1.9.4-1")]
     progress = lambda event, package, done, total: print(f"[{done}/{total}] {event} {package}",  # noqa: E731
                                                          file=sys.stderr, flush=True)
-    report = compare_stock(specs, DebianConfig(llvm=args.llvm, jobs=args.jobs), on_progress=progress)
     split = dict.fromkeys(VALIDATION, "validation") | dict.fromkeys(TEST, "test")
-    for p in report["packages"]:
-        p["split"] = split.get(p["package"], "")
+    reports = []
+    for spec in specs:  # one package at a time (all its configurations): a long run records as it goes
+        one = compare_stock([spec], DebianConfig(llvm=args.llvm, jobs=args.jobs), on_progress=progress)
+        for p in one["packages"]:
+            p["split"] = split.get(p["package"], "")
+        reports.append(one)
+        report = merge_reports(reports)
+        if args.record:
+            record(report, args)
     print(stock_table(report))
     for f in report["failed"]:
         print(f"{f['package']}: failed in {f['config']} at {f['stage']}")
-    if args.record:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True).stdout.strip()
-        out = ROOT / "benchmarks" / "results" / f"lto-stock-debian-llvm{args.llvm}.json"
-        record = {"benchmark": "bench_lto_stock.py", "command": " ".join(["python3", "benchmarks/bench_lto_stock.py",
-                                                                          *sys.argv[1:]]),
-                  "date": datetime.date.today().isoformat(), "commit": commit, **report}
-        out.write_text(json.dumps(record, indent=1) + "\n")
-        print(f"recorded: {out.relative_to(ROOT)}")
     return 0
 
 

@@ -44,6 +44,9 @@ QUICK = {
     "bench_reward_trace.py": ("rho pred~instr", True, (llvm, network, slow)),
     "bench_regalloc_trace_es.py": ("the training program", True, (llvm, network, slow)),
     "bench_debian_corpus.py": ("built 1 of 1 packages", True, (llvm, network, slow, needs_apt)),
+    "bench_lto_stock.py": ("| lz4 | c |", False, (llvm, network, slow, needs_apt)),
+    "bench_lto_conformance.py": ("thin: 13 of 13 modules' .text exact", True, (llvm, network, slow, needs_apt)),
+    "bench_lto_link.py": ("so-mlopt", False, (llvm, slow)),
 }
 
 

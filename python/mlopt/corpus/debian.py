@@ -13,14 +13,21 @@ Per package, in its own working directory under the cache
 3. **build** ``dpkg-buildpackage -B -uc -us`` with ``CC``/``CXX`` =
    ``clang-N``/``clang++-N``, ``DEB_CFLAGS_SET``/``DEB_CXXFLAGS_SET`` = the
    flags, ``DEB_BUILD_OPTIONS=nocheck nodoc noautodbgsym``, profiles
-   ``nocheck nodoc``, LTO off; a time limit per package. A package whose
+   ``nocheck nodoc``, Debian's own LTO off, ``dpkg-gensymbols`` reporting
+   but not failing (``DPKG_GENSYMBOLS_CHECK_LEVEL=0``: the maintainers'
+   symbols files were made with gcc); a time limit per package. With an LTO
+   configuration or link flags, every link is lld's (``-fuse-ld=lld
+   -Wl,--undefined-version``: lld refuses version scripts that name symbols
+   a link does not define, GNU ld does not), ``-flto=MODE`` on compile and
+   link. A package whose
    ``.install`` files list its man pages or manuals although ``nodoc``
    left them unbuilt (``dh_install: missing files``, only documentation
    missing) is built once more from a fresh tree after ``apt-get
    build-dep -P nocheck`` installed its documentation tools too, so
    whether it builds does not depend on what the machine had installed
    (tiff 4.5.0 and sphinx); its result says ``doc_build_deps``;
-4. **extract** every object of the build tree carrying ``.llvmbc`` and
+4. **extract** (an LTO build: what the links saved, :meth:`extract_lto`; or
+   only the shipped binaries' ``.text``) every object of the build tree carrying ``.llvmbc`` and
    ``.llvmcmd`` (libtool's PIC object kept where it built two of one source;
    objects under test, example and benchmark directories left out), with
    its ``.text`` at the build's flags and its language; the ``.text`` of
@@ -107,7 +114,10 @@ class DebianConfig:
         """Appended to the build's LDFLAGS; empty: the build links as it would."""
         if self.lto is None and not self.link_flags and not self.lld:
             return ""
-        return " ".join(["-fuse-ld=lld", *([f"-flto={self.lto}"] if self.lto else []), *self.link_flags])
+        # lld (17+) refuses a version script naming a symbol the link does not
+        # define; GNU ld, which the packages' scripts were written for, does not.
+        return " ".join(["-fuse-ld=lld", "-Wl,--undefined-version", *([f"-flto={self.lto}"] if self.lto else []),
+                         *self.link_flags])
 
     def compiler_version(self) -> str:
         try:
@@ -288,7 +298,8 @@ class PackageBuilder:
             result = PackageResult.from_json(json.loads(path.read_text()))
         except (OSError, ValueError, TypeError):
             return None
-        if result.status == "built" and not (self.workdir / "corpus" / "corpus_description.json").exists():
+        if result.status == "built" and result.modules and \
+                not (self.workdir / "corpus" / "corpus_description.json").exists():
             return None
         if result.status != "built" and self.config.retry_failed:
             return None
@@ -408,7 +419,11 @@ class PackageBuilder:
                "DEB_OBJCFLAGS_SET": flags, "DEB_OBJCXXFLAGS_SET": flags,
                "DEB_BUILD_OPTIONS": "nocheck nodoc nostrip noautodbgsym noddebs parallel=1",
                "DEB_BUILD_PROFILES": "nocheck nodoc", "DEB_BUILD_MAINT_OPTIONS": "optimize=-lto",
-               "LC_ALL": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
+               "LC_ALL": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive",
+               # dpkg-gensymbols compares the exported symbols with the symbols file the maintainer made with gcc:
+               # a packaging check that says nothing about the code (clang exports other inline and template
+               # instantiations), reported but not fatal
+               "DPKG_GENSYMBOLS_CHECK_LEVEL": "0"}
         if self.config.ldflags:
             env["DEB_LDFLAGS_APPEND"] = " ".join([self.config.ldflags, *self.lto_module_flags()])
         log = self.workdir / "build.log"
@@ -464,25 +479,36 @@ class PackageBuilder:
         except CorpusError as e:
             raise _StageError("extract", str(e)) from None
         text, lang = {}, {}
+        kept = []
         for m in report.modules:
             facts_path = corpus / f"{m}{FACTS}"
             facts = json.loads(facts_path.read_text())
+            binary = Path(facts["output_path"])
+            if not binary.is_file():  # a configure or CMake check's link, removed since: not what it ships
+                for suffix in (".bc", FACTS):
+                    (corpus / f"{m}{suffix}").unlink()
+                continue
             native = native_object_of(facts)
             if native is None or not native.is_file():
                 raise _StageError("extract", f"{m}: lld left no object of it (--save-temps=prelink)")
+            kept.append(m)
             text[m] = facts["lld_text"] = text_bytes(read_sections(native))
-            binary = Path(facts["output_path"])
-            facts["binary_text"] = text_bytes(read_sections(binary)) if binary.is_file() else None
+            facts["binary_text"] = text_bytes(read_sections(binary))
             facts_path.unlink()  # a link to the saved file: write the corpus's own
             facts_path.write_text(json.dumps(facts, indent=2) + "\n")
             source = facts.get("source", "")
             if facts["lto"] == "thin":
                 lang[m] = "c++" if Path(source).suffix in CXX_SUFFIXES else "c"
             else:
-                dynstr = read_sections(binary, {".dynstr"}).get(".dynstr", b"") if binary.is_file() else b""
+                dynstr = read_sections(binary, {".dynstr"}).get(".dynstr", b"")
                 lang[m] = "c++" if b"libstdc++.so" in dynstr else "c"
         shutil.rmtree(self.workdir / "lto-modules", ignore_errors=True)
-        return report.modules, text, lang
+        if not kept:
+            raise _StageError("extract", "no LTO module of a binary the build kept")
+        from .lto import write_lto_description
+
+        write_lto_description(corpus, self.config.lto, kept)
+        return kept, text, lang
 
     def extract(self, tree: Path) -> tuple[list[str], dict[str, int], dict[str, str], dict[str, int]]:
         if self.config.lto is not None:  # bitcode objects: what it ships is the result

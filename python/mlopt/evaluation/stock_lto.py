@@ -80,6 +80,14 @@ def compare_stock(specs: Sequence[PackageSpec], base: DebianConfig | None = None
             "packages": packages, "failed": failed, "totals": _totals(packages, configs)}
 
 
+def merge_reports(reports: Sequence[dict]) -> dict:
+    """One report of several (e.g. one per package, as they finish)."""
+    first = reports[0]
+    packages = [p for r in reports for p in r["packages"]]
+    return {**first, "packages": packages, "failed": [f for r in reports for f in r["failed"]],
+            "totals": _totals(packages, first["configs"])}
+
+
 def _totals(packages: list[dict], configs: Sequence[str]) -> dict:
     out = {}
     for group in ("all", "c", "c++"):
