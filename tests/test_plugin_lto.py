@@ -286,3 +286,37 @@ def test_engine_compiles_the_objects_lld_links(build, policies, llvm_tools, tmp_
                        check=True, capture_output=True)
         assert _text_size(relinked) == _text_size(built), name
     assert checked >= (3 if build.mode == "full" else 8)
+
+
+def test_log_callee_linkage_and_ir2vec_reach_the_link(build, llvm_tools, tmp_path):
+    """-mlopt-inline-log-callee-linkage and (LLVM 22) -mlopt-inline-ir2vec-vocab
+    at link time: the logs carry their columns, the binaries stay stock's."""
+    major = llvm_tools["major"]
+    extra = {}
+    if major >= 22:
+        from tests.test_ir2vec import write_vocab
+
+        extra["ir2vec_vocab"] = write_vocab(tmp_path / "vocab.json", 4, 0)
+    out = tmp_path / "linkage"
+    built = build.link(out, *lld_flags(training_log="logs/", log_callee_linkage=True, llvm=major, **extra))
+    assert _same_binaries(built, build.stock)
+    logs = [mlopt.read_log(p) for p in (out / "logs").rglob("*.log")]
+    assert logs and all("callee_linkage" in log.feature_names for log in logs)
+    linkage = np.concatenate([log["callee_linkage"].ravel() for log in logs])
+    assert set(np.unique(linkage)) <= {0, 1, 2, 3, 4} and len(np.unique(linkage)) > 1
+    if major >= 22:
+        assert all({"callee_embedding", "caller_embedding"} <= set(log.feature_names) for log in logs)
+
+
+def test_regalloc_training_log_in_a_full_lto_link(full_build, llvm_tools, tmp_path):
+    """LLVM 19: the eviction advisor runs in the LTO backend's code
+    generation: a regalloc training log of the default advisor's decisions,
+    and the binary stock's."""
+    major = llvm_tools["major"]
+    if major not in (19,):
+        pytest.skip("mlopt's regalloc eviction advisor is LLVM 19's")
+    log = tmp_path / "evict.log"
+    built = full_build.link(tmp_path / "ra", *lld_flags(llvm=major)[:-1], "-mllvm",
+                            f"-mlopt-regalloc-training-log={log}", lld_flags(llvm=major)[-1], only=("libgeom.so",))
+    assert built["libgeom.so"].read_bytes() == full_build.stock["libgeom.so"].read_bytes()
+    assert len(mlopt.read_log(log)) > 0

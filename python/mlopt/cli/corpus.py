@@ -173,7 +173,7 @@ def cmd_debian(args) -> int:
         if args.stock:
             raise UsageError("--stock builds every stock configuration: no --lto")
         config = DebianConfig(llvm=llvm, jobs=args.jobs, timeout=args.timeout, retry_failed=args.retry_failed,
-                              lto=args.lto, save_lto_modules=True)
+                              lto=args.lto, save_lto_modules=not args.policy)
     if args.policy and args.stock:
         raise UsageError("--policy and --stock are separate comparisons: give one")
     if args.policy:
@@ -219,7 +219,9 @@ def _compare_stock(args, specs, exclude, config, say) -> int:
 def _compare_policy(args, specs, exclude, config, say) -> int:
     """``--policy``: each package built twice by its own build, with the
     heuristic and with the policy; the .text of its objects and of the ELF
-    files it ships, side by side."""
+    files it ships, side by side. With ``--lto MODE``: the stock LTO build
+    (lld) against the policy in the pre-link compiles and in lld's LTO
+    backends (what ``mlopt clang-flags --lto MODE --model P`` gives)."""
     import os
     from dataclasses import replace
 
@@ -235,7 +237,14 @@ def _compare_policy(args, specs, exclude, config, say) -> int:
     flags = clang_flags(model=policy, llvm=config.llvm)
     load = flags.index("-load")
     flags[load - 1:load + 3] = [f"-fplugin={flags[load + 2]}"]
-    mine = build_packages(chosen, replace(config, extra_flags=tuple(flags)), on_progress=progress, say=say)
+    link = ()
+    if config.lto is not None:
+        from ..compiler.plugin import lld_flags
+
+        lld = lld_flags(model=policy, llvm=config.llvm)
+        link = tuple(f"-Wl,{a},{b}" for a, b in zip(lld[:-1:2], lld[1:-1:2])) + (f"-Wl,{lld[-1]}",)
+    mine = build_packages(chosen, replace(config, extra_flags=tuple(flags), link_flags=config.link_flags + link),
+                          on_progress=progress, say=say)
     rows = []
     for b, m in zip(base, mine):
         row = {"package": b.name, "version": b.version}
@@ -252,7 +261,7 @@ def _compare_policy(args, specs, exclude, config, say) -> int:
         rows.append(row)
     ok = [r for r in rows if r["status"] == "built"]
     total = {k: [sum(r[k][i] for r in ok) for i in (0, 1)] for k in ("objects_text", "shipped_text")}
-    summary = {"policy": policy, "llvm": config.llvm, "packages": rows, "total": {
+    summary = {"policy": policy, "llvm": config.llvm, "lto": config.lto, "packages": rows, "total": {
         k: {"heuristic": v[0], "policy": v[1], "delta_percent": 100 * (v[1] - v[0]) / v[0] if v[0] else 0.0}
         for k, v in total.items()}}
     out = Path(args.output)
@@ -411,6 +420,7 @@ def register(sub) -> None:
                       "mlopt corpus debian --large -o large/ --jobs 2 --exclude sqlite3,lua5.4",
                       "mlopt corpus debian libyaml=0.2.5-1 -o corpus/ --json",
                       "mlopt corpus debian lz4 zstd --policy policy.so -o linked/",
+                      "mlopt corpus debian lz4 --lto thin --policy policy.so -o linked/   # against stock ThinLTO",
                       "mlopt corpus debian lz4 snappy --stock -o stock/   # -Oz, gc+ICF, ThinLTO, full LTO, "
                       "full LTO+gc+ICF"],
                      description="Each package is fetched with apt-get source (verified by apt's signed indices; "
