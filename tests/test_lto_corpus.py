@@ -88,3 +88,19 @@ def test_no_lto_module_is_one_clear_error(tmp_path):
     (tmp_path / "build").mkdir()
     with pytest.raises(mlopt.CorpusError, match="no LTO module"):
         extract_lto_corpus(tmp_path / "build", tmp_path / "corpus")
+
+
+def test_a_truncated_lto_module_is_one_error_naming_it(llvm_tools, plugin, tmp_path):
+    major = llvm_tools["major"]
+    b = lto_build(tmp_path / "build", "full", major)
+    b.link(tmp_path / "out", *lld_flags(save_lto_modules=tmp_path / "saved", llvm=major), only=("cksum",))
+    extract_lto_corpus(tmp_path / "saved", tmp_path / "corpus")
+    [entry] = corpus_entries(tmp_path / "corpus")
+    data = entry.bitcode_path.read_bytes()
+    entry.bitcode_path.unlink()
+    entry.bitcode_path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(mlopt.ModuleError, match="cksum.lto"):
+        entry.load(major)
+    (tmp_path / "corpus" / "cksum.lto.link.json").write_text("{")
+    with pytest.raises(mlopt.CorpusError, match="cksum.lto.link.json"):
+        entry.load(major)

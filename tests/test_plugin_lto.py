@@ -320,3 +320,15 @@ def test_regalloc_training_log_in_a_full_lto_link(full_build, llvm_tools, tmp_pa
                             f"-mlopt-regalloc-training-log={log}", lld_flags(llvm=major)[-1], only=("libgeom.so",))
     assert built["libgeom.so"].read_bytes() == full_build.stock["libgeom.so"].read_bytes()
     assert len(mlopt.read_log(log)) > 0
+
+
+def test_a_bad_policy_is_one_error_naming_the_binary_and_the_policy(full_build, llvm_tools, tmp_path):
+    """A file that is not a policy, at link time: the link fails with one
+    line naming the binary and the file; no crash, no hang, no output."""
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(AssertionError) as e:
+        full_build.link(tmp_path / "bad", *lld_flags(model=bad, llvm=llvm_tools["major"]), only=("libgeom.so",))
+    lines = [ln for ln in str(e.value).splitlines() if "mlopt:" in ln]
+    assert len(lines) == 1 and f"mlopt: libgeom.so: {bad}: not a .tflite model" in lines[0], str(e.value)
+    assert "Stack dump" not in str(e.value) and not (tmp_path / "bad" / "libgeom.so").exists()

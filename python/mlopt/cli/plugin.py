@@ -26,6 +26,14 @@ def cmd_clang_flags(args) -> int:
     log = args.training_log
     if log is not None and os.path.isdir(log) and not log.endswith("/"):
         log += "/"  # an existing directory: one log per translation unit
+    if args.lto is not None:
+        import shutil
+
+        from .._native import resolve_llvm
+
+        major = resolve_llvm(args.llvm)
+        if shutil.which(f"ld.lld-{major}") is None and not os.path.exists(f"/usr/lib/llvm-{major}/bin/ld.lld"):
+            raise UsageError(f"--lto links with lld, and ld.lld-{major} is not installed (apt-get install lld-{major})")
     if args.lto is not None and log is not None and not log.endswith("/") and "%m" not in log:
         raise UsageError(f"--training-log {log}: with --lto the compile and the link each write a log; give a "
                          "directory (ending in '/') or a pattern with %m")

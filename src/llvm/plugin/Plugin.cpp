@@ -216,6 +216,13 @@ bool isPostLink(ThinOrFullLTOPhase Phase) {
          Phase == ThinOrFullLTOPhase::ThinLTOPostLink;
 }
 
+/// The prefix of the plugin's messages: "mlopt: ", and in lld the binary
+/// being linked ("mlopt: libz.so: "), so that an error in a build names it.
+std::string mloptPrefix() {
+  const mlopt::LinkCommandLine &Link = mlopt::linkCommandLine();
+  return Link.Linker ? "mlopt: " + Link.Output + ": " : "mlopt: ";
+}
+
 /// What %m means for module M in this inliner run (TrainingLogPath.h).
 std::string moduleName(const Module &M, ThinOrFullLTOPhase Phase) {
   if (isPostLink(Phase))
@@ -257,7 +264,7 @@ bool useIR2Vec(LLVMContext &Ctx) {
       *VocabPath = Path; // what LLVM's IR2VecVocabAnalysis reads
     Decided = 1;
   } catch (const std::exception &E) {
-    Ctx.diagnose(mlopt::PluginDiagnostic(DS_Error, std::string("mlopt: ") + E.what()));
+    Ctx.diagnose(mlopt::PluginDiagnostic(DS_Error, mloptPrefix() + E.what()));
   }
   return Decided;
 }
@@ -282,7 +289,7 @@ mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const Module &M, const s
   if (!Inserted) {
     if (It->second.Owner == M.getModuleIdentifier())
       return It->second.Writer.get(); // nullptr after a failure, already reported
-    Ctx.emitError(Twine("mlopt: modules '") + It->second.Owner + "' and '" +
+    Ctx.emitError(Twine(mloptPrefix()) + "modules '" + It->second.Owner + "' and '" +
                   M.getModuleIdentifier() + "' would write one training log '" + Path +
                   "'; give each module its own (a directory ending in '/', or %m)");
     return nullptr;
@@ -301,10 +308,10 @@ mlopt::TrainingLogWriter *trainingLog(LLVMContext &Ctx, const Module &M, const s
                            ? " (pass -mlopt-inline-training-log-overwrite to replace it, or "
                              "use a per-module pattern such as logs/%m.log)"
                            : "";
-    Ctx.emitError(Twine("mlopt: cannot write training log: ") + E.what() + Hint);
+    Ctx.emitError(Twine(mloptPrefix()) + "cannot write training log: " + E.what() + Hint);
   } catch (const std::exception &E) {
     Writer.reset();
-    Ctx.emitError(Twine("mlopt: cannot write training log: ") + E.what());
+    Ctx.emitError(Twine(mloptPrefix()) + "cannot write training log: " + E.what());
   }
   return Writer.get();
 }
@@ -340,7 +347,7 @@ std::shared_ptr<mlopt::PolicyModel> policyModel(LLVMContext &Ctx,
     return Pool->acquire();
   } catch (const std::exception &E) {
     Pool.reset();
-    std::string Text = std::string("mlopt: ") + E.what();
+    std::string Text = mloptPrefix() + E.what();
     bool HasEmbeddings = std::any_of(Inputs.begin(), Inputs.end(), [](const mlopt::TensorSpec &S) {
       return S.name() == "callee_embedding";
     });
@@ -402,7 +409,7 @@ mlopt::DecisionTrace *replay(LLVMContext &Ctx, const Module &M, const std::strin
       Trace->ForcedCallees = mlopt::readCalleeDecisions(CalleeDecisionsPath);
     It->second = std::move(Trace);
   } catch (const std::exception &E) {
-    Ctx.emitError(Twine("mlopt: cannot replay decisions: ") + E.what());
+    Ctx.emitError(Twine(mloptPrefix()) + "cannot replay decisions: " + E.what());
   }
   return It->second.get();
 }
