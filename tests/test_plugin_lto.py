@@ -332,3 +332,29 @@ def test_a_bad_policy_is_one_error_naming_the_binary_and_the_policy(full_build, 
     lines = [ln for ln in str(e.value).splitlines() if "mlopt:" in ln]
     assert len(lines) == 1 and f"mlopt: libgeom.so: {bad}: not a .tflite model" in lines[0], str(e.value)
     assert "Stack dump" not in str(e.value) and not (tmp_path / "bad" / "libgeom.so").exists()
+
+
+def test_interactive_channels_per_thinlto_backend(thin_build, llvm_tools, tmp_path):
+    """ThinLTO backends in parallel threads, each with its own interactive
+    channel (a base with %m): channels that answer the heuristic's decisions
+    (regular files, pre-filled) give the stock binaries, and every backend
+    wrote its own observations."""
+    major = llvm_tools["major"]
+    heur = tmp_path / "heuristic"
+    thin_build.link(heur, *lld_flags(training_log="logs/", llvm=major))
+    chan = tmp_path / "chan"
+    for log_path in (heur / "logs").rglob("*.log"):
+        decisions = mlopt.read_log(log_path)[inliner.DECISION].ravel().astype("<i8")
+        base = chan / log_path.relative_to(heur / "logs").with_suffix("")
+        base.parent.mkdir(parents=True, exist_ok=True)
+        base.with_name(base.name + ".in").write_bytes(decisions.tobytes())
+    flags = lld_flags(llvm=major)
+    built = thin_build.link(tmp_path / "asked", *flags[:-1], "-mllvm", f"-mlopt-inline-interactive={chan}/%m",
+                            flags[-1], "--thinlto-jobs=2")
+    assert _same_binaries(built, thin_build.stock)
+    outs = sorted(chan.rglob("*.out"))
+    assert len(outs) == sum(len(s) for s in _backend_logs().values())
+    for out in outs:
+        stream = mlopt.read_log(out.read_bytes())
+        answers = (out.with_name(out.name[:-4] + ".in")).stat().st_size // 8
+        assert len(stream) == answers, out
