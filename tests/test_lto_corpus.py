@@ -58,7 +58,8 @@ def test_thinlto_corpus_agrees_with_extract_ir(llvm_tools, plugin, tmp_path):
     """lld's --save-temps=import --thinlto-emit-index-files: mlopt's corpus and
     mlgo-utils' extract_ir --thinlto_build=local have the same modules, bitcode
     and index bytes and command override; mlopt reads extract_ir's corpus and
-    compiles its modules to lld's objects."""
+    compiles its modules to lld's objects, and so does stock clang replaying
+    each with its index and -thinlto-assume-merged."""
     major = llvm_tools["major"]
     b = lto_build(tmp_path / "build", "thin", major)
     b.link(tmp_path / "out", "--save-temps=import", "--save-temps=prelink", "--thinlto-emit-index-files",
@@ -82,6 +83,12 @@ def test_thinlto_corpus_agrees_with_extract_ir(llvm_tools, plugin, tmp_path):
         r = mlopt.compile(entry.load(major), keep_object=True)
         native = obj / f"libgeom.so.lto.{entry.name}{'.o' if entry.name.endswith(')') else ''}"
         assert r.object == native.read_bytes(), entry.name
+        # and replayed by stock clang as ml-compiler-opt replays a ThinLTO module, with lld's codegen options
+        replayed = tmp_path / "replayed.o"
+        subprocess.run([f"clang-{major}", "-O2", "-fPIC", "-ffunction-sections", "-fdata-sections", "-faddrsig",
+                        "-x", "ir", str(entry.bitcode_path), f"-fthinlto-index={theirs / entry.name}.thinlto.bc",
+                        "-mllvm", "-thinlto-assume-merged", "-c", "-o", str(replayed)], check=True)
+        assert replayed.read_bytes() == native.read_bytes(), entry.name
 
 
 def test_no_lto_module_is_one_clear_error(tmp_path):
