@@ -308,18 +308,23 @@ def test_log_callee_linkage_and_ir2vec_reach_the_link(build, llvm_tools, tmp_pat
         assert all({"callee_embedding", "caller_embedding"} <= set(log.feature_names) for log in logs)
 
 
-def test_regalloc_training_log_in_a_full_lto_link(full_build, llvm_tools, tmp_path):
-    """LLVM 19: the eviction advisor runs in the LTO backend's code
-    generation: a regalloc training log of the default advisor's decisions,
-    and the binary stock's."""
+def test_regalloc_training_logs_at_link_time(build, llvm_tools, tmp_path):
+    """LLVM 19: the eviction advisor runs in the LTO backends' code
+    generation: a regalloc training log of the default advisor's decisions
+    per link-time module (%m: one per ThinLTO backend, two threads), and the
+    binary stock's."""
     major = llvm_tools["major"]
     if major not in (19,):
         pytest.skip("mlopt's regalloc eviction advisor is LLVM 19's")
-    log = tmp_path / "evict.log"
-    built = full_build.link(tmp_path / "ra", *lld_flags(llvm=major)[:-1], "-mllvm",
-                            f"-mlopt-regalloc-training-log={log}", lld_flags(llvm=major)[-1], only=("libgeom.so",))
-    assert built["libgeom.so"].read_bytes() == full_build.stock["libgeom.so"].read_bytes()
-    assert len(mlopt.read_log(log)) > 0
+    logs = tmp_path / "evict"
+    flags = lld_flags(llvm=major)
+    built = build.link(tmp_path / "ra", *flags[:-1], "-mllvm", f"-mlopt-regalloc-training-log={logs}/%m.log",
+                       flags[-1], "--thinlto-jobs=2", only=("libgeom.so",))
+    assert built["libgeom.so"].read_bytes() == build.stock["libgeom.so"].read_bytes()
+    files = sorted(logs.rglob("*.log"))
+    expected = 1 if build.mode == "full" else len(_backend_logs()["libgeom.so"])
+    rows = [len(mlopt.read_log(f)) for f in files]  # a module may evict nothing
+    assert len(files) == expected and sum(rows) > 0
 
 
 def test_a_bad_policy_is_one_error_naming_the_binary_and_the_policy(full_build, llvm_tools, tmp_path):

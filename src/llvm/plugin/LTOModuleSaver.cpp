@@ -1,9 +1,9 @@
 #include "LTOModuleSaver.h"
 #include "LinkCommandLine.h"
+#include "PassModule.h"
 #include "PluginDiagnostic.h"
 #include "TrainingLogPath.h"
 
-#include "llvm/ADT/Any.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LLVMContext.h"
@@ -19,13 +19,6 @@
 #include <memory>
 
 using namespace llvm;
-
-// llvm::Any tells types apart by the address of Any::TypeId<T>::Id. The
-// plugin is built with hidden visibility, so an instantiation of its own
-// would be a second Id and any_cast of the pass manager's IR would fail:
-// this declaration (a specialization without initializer declares, it does
-// not define) makes the plugin use libLLVM's.
-template <> char llvm::Any::TypeId<const llvm::Module *>::Id;
 
 namespace mlopt {
 
@@ -90,11 +83,11 @@ void installLTOModuleSaver(PassBuilder &PB, const std::string &Dir) {
   PIC->registerBeforeNonSkippedPassCallback([Saved, Dir](StringRef, Any IR) {
     if (*Saved)
       return;
-    const Module *const *M = any_cast<const Module *>(&IR);
+    const Module *M = passModule(IR);
     if (!M)
       return;
     *Saved = true;
-    saveModule(**M, Dir);
+    saveModule(*M, Dir);
   });
 }
 

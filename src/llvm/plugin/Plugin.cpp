@@ -46,6 +46,7 @@
 #include "LTOModuleSaver.h"
 #include "LinkCommandLine.h"
 #include "MLoptInlineAdvisor.h"
+#include "PassModule.h"
 #include "PluginDiagnostic.h"
 #include "PolicyModelPool.h"
 #include "PolicyModelRunner.h"
@@ -192,7 +193,8 @@ cl::opt<std::string> RegallocLogPath(
     "mlopt-regalloc-training-log", cl::value_desc("path"), cl::cat(RegallocCategory),
     cl::desc("mlopt: write an MLGO training log of every eviction decision (LLVM's "
              "development-mode layout: 21 features, index_to_evict, reward = the function's "
-             "RegAllocScore); without -mlopt-regalloc-model the default advisor decides"));
+             "RegAllocScore); without -mlopt-regalloc-model the default advisor decides. In lld, "
+             "%m is the link-time module (one log per ThinLTO backend: logs/%m.log)"));
 
 cl::opt<bool> RegallocLogOverwrite("mlopt-regalloc-training-log-overwrite", cl::init(false),
                                    cl::cat(RegallocCategory),
@@ -436,9 +438,22 @@ bool pluginActive() {
          ForceMLAdvisor;
 }
 
+// The link-time module this thread's LTO backend compiles (lld runs a
+// backend's optimizer and code generator on one thread): %m of a regalloc
+// log written in lld.
+thread_local std::string LinkModuleName;
+
 void registerCallbacks(PassBuilder &PB) {
   if (!SaveLTOModules.empty())
     mlopt::installLTOModuleSaver(PB, SaveLTOModules);
+  PassInstrumentationCallbacks *PIC = PB.getPassInstrumentationCallbacks();
+  if (!RegallocLogPath.empty() && PIC && mlopt::linkCommandLine().Linker)
+    PIC->registerBeforeNonSkippedPassCallback([](StringRef, Any IR) {
+      if (const Module *M = mlopt::passModule(IR))
+        LinkModuleName = moduleName(*M, M->getModuleIdentifier() == "ld-temp.o"
+                                            ? ThinOrFullLTOPhase::FullLTOPostLink
+                                            : ThinOrFullLTOPhase::ThinLTOPostLink);
+    });
   PB.registerAnalysisRegistrationCallback([](ModuleAnalysisManager &MAM) {
     if (!pluginActive())
       return;
@@ -478,7 +493,8 @@ std::shared_ptr<mlopt::EvictionSession> regallocSession() {
       Errors.push_back(LoadError + " (the default advisor decides)");
   }
   if (!RegallocLogPath.empty()) {
-    std::string Path = mlopt::expandTrainingLogPath(RegallocLogPath, "module");
+    std::string Path = mlopt::expandTrainingLogPath(
+        RegallocLogPath, LinkModuleName.empty() ? std::string("module") : LinkModuleName);
     try {
       mlopt::makeParentDirectory(Path);
       Opts.LogSink = mlopt::FdSink::create(Path, RegallocLogOverwrite);
