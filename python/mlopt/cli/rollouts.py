@@ -80,7 +80,12 @@ def cmd_eval(args) -> int:
                                  skip_failed=True).save(args.package_call_sites)
     ev = evaluate(policy, args.corpus, workers=args.workers, ray=args.ray, timeout=args.timeout, quiet=args.quiet,
                   linked=args.linked)
+    from ..corpus import read_description
+
     summary = {"llvm": default_llvm(), **ev.summary()}
+    lto = read_description(args.corpus).get("lto")
+    if lto:
+        summary["lto"] = lto  # the baseline is the heuristic under that LTO mode
     if args.package_call_sites:
         summary["package_call_sites"] = os.path.abspath(args.package_call_sites)  # the rule was in every compile
     write_csv(ev.rows, out / "modules.csv")

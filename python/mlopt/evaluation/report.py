@@ -76,7 +76,8 @@ def format_summary(summary: dict) -> str:
     """The table; its first line names the LLVM major (``summary["llvm"]``,
     when there) and the sign convention."""
     llvm = f"LLVM {summary['llvm']}: " if summary.get("llvm") is not None else ""
-    lines = [f"{llvm}.text delta vs -Oz (heuristic), negative = smaller",
+    baseline = {"full": "-Oz + full LTO", "thin": "-Oz + ThinLTO"}.get(summary.get("lto"), "-Oz")
+    lines = [f"{llvm}.text delta vs {baseline} (heuristic), negative = smaller",
              f"{'package':<20}{'modules':>8}{'heuristic':>12}{'policy':>12}{'delta':>10}{'delta %':>9}"
              f"{'wins':>6}{'losses':>7}{'geomean':>9}"]
 
