@@ -68,15 +68,26 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="where the corpora go (default: a temporary directory)")
     ap.add_argument("--quick", action="store_true", help="lz4 alone")
     ap.add_argument("--record", action="store_true")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the packages the record already has (same LLVM); build and add the others")
     args = ap.parse_args()
     specs = [PackageSpec("lz4", "1.9.4-1")] if args.quick else pinned_packages(LARGE_VALIDATION + LARGE_TEST)
     out = args.out or Path(tempfile.mkdtemp(prefix="mlopt-lto-corpora-"))
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     progress = lambda event, package, done, total: say(f"[{done}/{total}] {event} {package}")  # noqa: E731
     modes: dict[str, dict] = {}
+    path = ROOT / "benchmarks" / "results" / f"lto-conformance-debian-llvm{args.llvm}.json"
+    if args.resume and path.exists():
+        old = json.loads(path.read_text())["modes"]
+        modes = {mode: {"packages": m["packages"], "mismatches": m["mismatches"]} for mode, m in old.items()}
+        done = set.intersection(*({p["package"] for p in m["packages"]} for m in modes.values()))
+        specs = [s for s in specs if s.name not in done]
+        say(f"resuming: {len(done)} packages recorded, {len(specs)} to build")
+    summary = summarize(modes)
     for spec in specs:  # one package at a time, both modes: a long run records as it goes
         for mode in args.modes.split(","):
             packages = modes.setdefault(mode, {"packages": [], "mismatches": []})
+            packages["packages"] = [p for p in packages["packages"] if p["package"] != spec.name]  # a resumed one
             config = DebianConfig(llvm=args.llvm, jobs=args.jobs, lto=mode, save_lto_modules=True)
             corpus = out / mode / spec.name
             manifest = debian_corpus([spec], corpus, config, force=True, on_progress=progress, say=say)

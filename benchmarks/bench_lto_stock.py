@@ -50,6 +50,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="lz4 alone")
     ap.add_argument("--record", action="store_true")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the packages the record already has (same LLVM); build and add the others")
     args = ap.parse_args()
     names = ["lz4"] if args.quick else VALIDATION + TEST
     specs = pinned_packages(names) if not args.quick else [PackageSpec("lz4", "1.9.4-1")]
@@ -57,6 +59,15 @@ def main() -> int:
                                                          file=sys.stderr, flush=True)
     split = dict.fromkeys(VALIDATION, "validation") | dict.fromkeys(TEST, "test")
     reports = []
+    path = ROOT / "benchmarks" / "results" / f"lto-stock-debian-llvm{args.llvm}.json"
+    if args.resume and path.exists():
+        old = json.loads(path.read_text())
+        reports.append({k: v for k, v in old.items() if k in ("llvm", "compiler", "configs", "baseline", "packages",
+                                                               "failed", "totals")})
+        done = {p["package"] for p in old["packages"]} | {f["package"] for f in old["failed"]}
+        specs = [s for s in specs if s.name not in done]
+        print(f"resuming: {len(done)} packages recorded, {len(specs)} to build", file=sys.stderr)
+    report = merge_reports(reports) if reports else None
     for spec in specs:  # one package at a time (all its configurations): a long run records as it goes
         one = compare_stock([spec], DebianConfig(llvm=args.llvm, jobs=args.jobs), on_progress=progress)
         for p in one["packages"]:
