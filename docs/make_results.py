@@ -56,7 +56,8 @@ STOCK_LABELS = {"Oz": "`-Oz`", "Oz+gc+icf": "`-Oz` + gc-sections + ICF", "thin":
 
 
 def _kind(r: dict) -> str:
-    return {STOCK_BENCH: "stock", CONFORMANCE_BENCH: "conformance"}.get(r["benchmark"], "recipe")
+    return {Path(STOCK_BENCH).name: "stock", Path(CONFORMANCE_BENCH).name: "conformance"}.get(
+        Path(r["benchmark"]).name, "recipe")
 
 
 def _signed(value: float) -> str:

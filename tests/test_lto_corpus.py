@@ -111,3 +111,25 @@ def test_a_truncated_lto_module_is_one_error_naming_it(llvm_tools, plugin, tmp_p
     (tmp_path / "corpus" / "cksum.lto.link.json").write_text("{")
     with pytest.raises(mlopt.CorpusError, match="cksum.lto.link.json"):
         entry.load(major)
+
+
+def test_an_lto_corpus_splits_by_package_into_lto_corpora(tmp_path):
+    """corpus split keeps what an LTO corpus is: its description, each
+    module's link facts and index."""
+    from mlopt.corpus import split_corpus
+    from mlopt.corpus.lto import write_lto_description
+
+    corpus = tmp_path / "corpus"
+    names = ["a/lib.so.thinlto/x.c", "b/prog.thinlto/y.c"]
+    for m in names:
+        for suffix, data in ((".bc", b"BC\\xc0\\xde"), (".thinlto.bc", b"index"), (".link.json", b"{}")):
+            (corpus / f"{m}{suffix}").parent.mkdir(parents=True, exist_ok=True)
+            (corpus / f"{m}{suffix}").write_bytes(data)
+    write_lto_description(corpus, "thin", names)
+    split_corpus(corpus, tmp_path / "splits", {"train": 0.5, "test": 0.5}, assign={"a": "train", "b": "test"})
+    for side, m in (("train", names[0]), ("test", names[1])):
+        desc = json.loads((tmp_path / "splits" / side / "corpus_description.json").read_text())
+        assert desc["lto"] == "thin" and desc["has_thinlto"] and desc["modules"] == [m]
+        assert all((tmp_path / "splits" / side / f"{m}{s}").exists() for s in (".bc", ".thinlto.bc", ".link.json"))
+        [entry] = corpus_entries(tmp_path / "splits" / side)
+        assert entry.lto == "thin"

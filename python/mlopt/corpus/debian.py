@@ -66,7 +66,7 @@ from ..errors import CorpusError
 from .elf import read_sections, text_bytes
 from .extract import COMMAND_SECTION, ObjectRef, extract_corpus
 from .fetch import cache_dir
-from .layout import prepare_output, safe_module_name, write_description
+from .layout import link_or_copy, prepare_output, safe_module_name, write_description
 from .manifest import write_manifest
 
 RESULT = "result.json"
@@ -719,14 +719,7 @@ def debian_corpus(specs: Sequence[PackageSpec], output: str | os.PathLike, confi
         for m in r.modules:
             name = f"{r.name}/{m}"
             for suffix in ((".bc", ".link.json") if config.lto else (".bc", ".cmd")):
-                dest = out / f"{name}{suffix}"
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                if dest.exists():
-                    dest.unlink()
-                try:
-                    os.link(src / f"{m}{suffix}", dest)
-                except OSError:
-                    shutil.copyfile(src / f"{m}{suffix}", dest)
+                link_or_copy(src / f"{m}{suffix}", out / f"{name}{suffix}")
             modules.append(name)
             languages[name] = r.module_language.get(m, "c")
     if config.lto:

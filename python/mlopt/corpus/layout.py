@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path, PurePosixPath
 
 from ..errors import CorpusError, OutputExistsError
@@ -24,6 +25,18 @@ def safe_module_name(name: str) -> str:
     if not parts or ".." in parts:
         raise CorpusError(f"module name {name!r} does not name a file inside the corpus")
     return "/".join(parts)
+
+
+def link_or_copy(src: Path, dest: Path) -> None:
+    """``dest`` (its directories made, a file there replaced) as a hard link to ``src``, or a copy
+    across file systems."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        dest.unlink()
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copyfile(src, dest)
 
 
 def prepare_output(directory: str | os.PathLike, force: bool) -> Path:

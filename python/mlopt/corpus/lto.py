@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CorpusError
-from .layout import DESCRIPTION, prepare_output
+from .layout import DESCRIPTION, link_or_copy, prepare_output
 
 PathLike = str | os.PathLike
 UNSPECIFIED = ["<UNSPECIFIED>"]
@@ -136,8 +135,8 @@ def extract_lto_corpus(build: PathLike, output: PathLike, *, lto: str | None = N
             if name in names:
                 raise CorpusError(f"{build}: {facts_path} and {names[name]} are both module {name!r}")
             names[name] = facts_path
-            _copy(bitcode, out / f"{name}.bc")
-            _copy(facts_path, out / f"{name}{FACTS}")
+            link_or_copy(bitcode, out / f"{name}.bc")
+            link_or_copy(facts_path, out / f"{name}{FACTS}")
             report.modules.append(name)
     else:
         imports = sorted(p for p in build.rglob(f"*{IMPORT}") if p.is_file())
@@ -150,8 +149,8 @@ def extract_lto_corpus(build: PathLike, output: PathLike, *, lto: str | None = N
                     report.skipped.append({"path": str(p), "reason": f"no index {index.name} (link with "
                                                                       "-Wl,--thinlto-emit-index-files)"})
                     continue
-                _copy(p, out / f"{name}.bc")
-                _copy(index, out / f"{name}{INDEX}")
+                link_or_copy(p, out / f"{name}.bc")
+                link_or_copy(index, out / f"{name}{INDEX}")
                 report.modules.append(name)
         else:
             merged = sorted(p for p in build.rglob(f"*{INTERNALIZE}") if p.is_file())
@@ -162,7 +161,7 @@ def extract_lto_corpus(build: PathLike, output: PathLike, *, lto: str | None = N
             report = LtoExtractReport("full", "save-temps")
             for p in merged:
                 name = p.relative_to(build).as_posix().removesuffix(INTERNALIZE) + ".lto"
-                _copy(p, out / f"{name}.bc")
+                link_or_copy(p, out / f"{name}.bc")
                 report.modules.append(name)
     if not report.modules:
         raise CorpusError(f"{build}: no LTO module could be taken ({report.skipped[0]['reason']})")
@@ -173,13 +172,3 @@ def extract_lto_corpus(build: PathLike, output: PathLike, *, lto: str | None = N
 def write_lto_description(out: Path, lto: str, modules: list[str]) -> None:
     desc = {"global_command_override": UNSPECIFIED, "has_thinlto": lto == "thin", "lto": lto, "modules": modules}
     (out / DESCRIPTION).write_text(json.dumps(desc, indent=2) + "\n")
-
-
-def _copy(src: Path, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.exists():
-        dest.unlink()
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copyfile(src, dest)

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import CorpusError
 from .description import read_description
-from .layout import prepare_output, write_description
+from .layout import link_or_copy, prepare_output, write_description
 from .manifest import read_manifest, write_manifest
 
 DEFAULT_FRACTIONS = {"train": 0.7, "validation": 0.15, "test": 0.15}
@@ -99,16 +98,6 @@ def assign_sides(modules: list[str], fractions: Mapping[str, float], *, by: str 
     return sides
 
 
-def _link(src: Path, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.exists():
-        dest.unlink()
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copyfile(src, dest)
-
-
 def split_corpus(corpus: str | os.PathLike, output: str | os.PathLike, fractions: Mapping[str, float] | None = None,
                  *, by: str = "auto", seed: int = 0, assign: Mapping[str, str] | None = None,
                  force: bool = False, exclude: Iterable[str] = ()) -> dict[str, list[str]]:
@@ -130,14 +119,22 @@ def split_corpus(corpus: str | os.PathLike, output: str | os.PathLike, fractions
                           + ", ".join(f"{s}={f:g}" for s, f in (fractions or DEFAULT_FRACTIONS).items())
                           + "): pin packages with assign/--assign, or change the fractions or seed")
     override = desc.get("global_command_override")
+    lto = desc.get("lto")
     manifest = read_manifest(corpus)
     for side, names in sides.items():
         out = prepare_output(Path(output) / side, force)
         for m in names:
-            _link(corpus / f"{m}.bc", out / f"{m}.bc")
-            if override is None:
-                _link(corpus / f"{m}.cmd", out / f"{m}.cmd")
-        write_description(out, names, override)
+            link_or_copy(corpus / f"{m}.bc", out / f"{m}.bc")
+            # an LTO module's link facts and ThinLTO index, where it has them; else its compile command
+            for suffix in ((".link.json", ".thinlto.bc") if lto else () if override is not None else (".cmd",)):
+                if not lto or (corpus / f"{m}{suffix}").exists():
+                    link_or_copy(corpus / f"{m}{suffix}", out / f"{m}{suffix}")
+        if lto:
+            from .lto import write_lto_description
+
+            write_lto_description(out, lto, names)
+        else:
+            write_description(out, names, override)
         if manifest is not None:
             keep = {package_of(m) for m in names}
             write_manifest(out, {**manifest, "split": {"side": side, "by": by, "seed": seed, "of": str(corpus)},
