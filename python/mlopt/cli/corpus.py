@@ -174,9 +174,7 @@ def cmd_debian(args) -> int:
             raise UsageError("--stock builds every stock configuration: no --lto")
         config = DebianConfig(llvm=llvm, jobs=args.jobs, timeout=args.timeout, retry_failed=args.retry_failed,
                               lto=args.lto, save_lto_modules=not args.policy)
-    if args.policy and args.stock:
-        raise UsageError("--policy and --stock are separate comparisons: give one")
-    if args.policy:
+    if args.policy and not args.stock:
         return _compare_policy(args, specs, exclude, config, say)
     if args.stock:
         return _compare_stock(args, specs, exclude, config, say)
@@ -202,7 +200,8 @@ def _compare_stock(args, specs, exclude, config, say) -> int:
     from ..evaluation.stock_lto import compare_stock, stock_table
 
     chosen = [s for s in specs if s.name not in set(exclude)]
-    report = compare_stock(chosen, config, on_progress=_package_lines(args.quiet), say=say)
+    policy = os.path.abspath(args.policy) if args.policy else None
+    report = compare_stock(chosen, config, policy=policy, on_progress=_package_lines(args.quiet), say=say)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     (out / "stock_report.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -223,28 +222,15 @@ def _compare_policy(args, specs, exclude, config, say) -> int:
     (lld) against the policy in the pre-link compiles and in lld's LTO
     backends (what ``mlopt clang-flags --lto MODE --model P`` gives)."""
     import os
-    from dataclasses import replace
 
-    from ..compiler.plugin import clang_flags
     from ..corpus.debian import build_packages
+    from ..evaluation.stock_lto import with_policy
 
     policy = os.path.abspath(args.policy)
     chosen = [s for s in specs if s.name not in set(exclude)]
     progress = _package_lines(args.quiet)
     base = build_packages(chosen, config, on_progress=progress, say=say)
-    # -fplugin=P rather than -Xclang -load -Xclang P: libtool's link mode
-    # would read "-load" as a library.
-    flags = clang_flags(model=policy, llvm=config.llvm)
-    load = flags.index("-load")
-    flags[load - 1:load + 3] = [f"-fplugin={flags[load + 2]}"]
-    link = ()
-    if config.lto is not None:
-        from ..compiler.plugin import lld_flags
-
-        lld = lld_flags(model=policy, llvm=config.llvm)
-        link = tuple(f"-Wl,{a},{b}" for a, b in zip(lld[:-1:2], lld[1:-1:2])) + (f"-Wl,{lld[-1]}",)
-    mine = build_packages(chosen, replace(config, extra_flags=tuple(flags), link_flags=config.link_flags + link),
-                          on_progress=progress, say=say)
+    mine = build_packages(chosen, with_policy(config, policy), on_progress=progress, say=say)
     rows = []
     for b, m in zip(base, mine):
         row = {"package": b.name, "version": b.version}
@@ -442,7 +428,8 @@ def register(sub) -> None:
     db.add_argument("--stock", action="store_true",
                     help="build each package in the stock configurations a size-minded user would pick (-Oz; -Oz "
                          "with gc-sections + ICF; ThinLTO; full LTO; full LTO with gc-sections + ICF; all linked by "
-                         "lld) and compare the .text of what it ships (stock_report.json in -o)")
+                         "lld) and compare the .text of what it ships (stock_report.json in -o); with --policy, also "
+                         "each LTO configuration with the policy in the compiles and lld's backends")
     db.add_argument("--large", action="store_true",
                     help="the default large corpus (mlopt/corpus/debian_packages.txt: pinned versions, domains)")
     db.add_argument("--list", type=existing_file, metavar="FILE", help="a package list: 'pkg[=version]  # domain: why'")

@@ -34,8 +34,32 @@ STOCK = {
 BASELINE = "Oz"
 
 
+POLICY_SUFFIX = "+policy"
+POLICY_IN = ("thin", "full", "full+gc+icf")  # the LTO configurations a policy is built in
+
+
 def stock_config(name: str, base: DebianConfig | None = None) -> DebianConfig:
     return replace(base or DebianConfig(), **STOCK[name])
+
+
+def policy_config(name: str, policy: str, base: DebianConfig | None = None) -> DebianConfig:
+    """Stock configuration ``name`` with ``policy`` (:func:`with_policy`)."""
+    return with_policy(stock_config(name, base), policy)
+
+
+def with_policy(config: DebianConfig, policy: str) -> DebianConfig:
+    """``config`` with ``policy`` deciding inlining in every compile and,
+    under LTO, in lld's backends (``mlopt clang-flags --lto MODE --model P``)."""
+    from ..compiler.plugin import clang_flags, lld_flags
+
+    flags = clang_flags(model=policy, llvm=config.llvm)
+    load = flags.index("-load")  # -fplugin=P, not -Xclang -load -Xclang P: libtool's links read "-load" as a library
+    flags[load - 1:load + 3] = [f"-fplugin={flags[load + 2]}"]
+    link: tuple[str, ...] = ()
+    if config.lto is not None:
+        lld = lld_flags(model=policy, llvm=config.llvm)
+        link = tuple(f"-Wl,{a},{b}" for a, b in zip(lld[:-1:2], lld[1:-1:2])) + (f"-Wl,{lld[-1]}",)
+    return replace(config, extra_flags=(*config.extra_flags, *flags), link_flags=(*config.link_flags, *link))
 
 
 def package_language(result: PackageResult) -> str:
@@ -49,13 +73,14 @@ def package_language(result: PackageResult) -> str:
 
 
 def compare_stock(specs: Sequence[PackageSpec], base: DebianConfig | None = None,
-                  configs: Sequence[str] = tuple(STOCK), *, on_progress=None,
+                  configs: Sequence[str] = tuple(STOCK), *, policy: str | None = None, on_progress=None,
                   say: Callable[[str], None] | None = None) -> dict:
     """Builds every package in every configuration (cached per package and
     configuration, as ``mlopt corpus debian`` caches) and returns the report:
     per package its language, each configuration's shipped ``.text`` and its
-    best configuration; totals over the packages that built in every
-    configuration, all and per language, against ``Oz``."""
+    best stock configuration; totals over the packages that built in every
+    configuration, all and per language, against ``Oz``. With ``policy``,
+    also each LTO configuration with the policy (``thin+policy``, ...)."""
     base = base or DebianConfig()
     unknown = [c for c in configs if c not in STOCK]
     if unknown:
@@ -63,6 +88,12 @@ def compare_stock(specs: Sequence[PackageSpec], base: DebianConfig | None = None
     if BASELINE not in configs:
         configs = (BASELINE, *configs)
     built = {c: build_packages(specs, stock_config(c, base), on_progress=on_progress, say=say) for c in configs}
+    stock = tuple(configs)
+    if policy is not None:
+        for c in POLICY_IN:
+            built[c + POLICY_SUFFIX] = build_packages(specs, policy_config(c, policy, base), on_progress=on_progress,
+                                                      say=say)
+        configs = (*configs, *(c + POLICY_SUFFIX for c in POLICY_IN))
     packages, failed = [], []
     for i, spec in enumerate(specs):
         results = {c: built[c][i] for c in configs}
@@ -72,12 +103,12 @@ def compare_stock(specs: Sequence[PackageSpec], base: DebianConfig | None = None
             failed.append({"package": spec.name, "config": c, "stage": r.stage, "reason": r.reason})
             continue
         text = {c: sum(r.shipped.values()) for c, r in results.items()}
-        best = min(configs, key=lambda c: (text[c], configs.index(c)))
+        best = min(stock, key=lambda c: (text[c], stock.index(c)))
         packages.append({"package": spec.name, "version": results[BASELINE].version,
                          "language": package_language(results[BASELINE]), "text": text, "best": best,
                          "binaries": {c: dict(sorted(r.shipped.items())) for c, r in results.items()}})
     return {"llvm": base.llvm, "compiler": base.compiler_version(), "configs": list(configs), "baseline": BASELINE,
-            "packages": packages, "failed": failed, "totals": _totals(packages, configs)}
+            "policy": policy, "packages": packages, "failed": failed, "totals": _totals(packages, configs, stock)}
 
 
 def merge_reports(reports: Sequence[dict]) -> dict:
@@ -88,13 +119,14 @@ def merge_reports(reports: Sequence[dict]) -> dict:
             "totals": _totals(packages, first["configs"])}
 
 
-def _totals(packages: list[dict], configs: Sequence[str]) -> dict:
+def _totals(packages: list[dict], configs: Sequence[str], stock: Sequence[str] | None = None) -> dict:
+    stock = [c for c in configs if c in STOCK] if stock is None else stock
     out = {}
     for group in ("all", "c", "c++"):
         rows = [p for p in packages if group == "all" or p["language"] == group]
         total = {c: sum(p["text"][c] for p in rows) for c in configs}
         base = total[BASELINE]
-        best = sum(min(p["text"].values()) for p in rows)
+        best = sum(min(p["text"][c] for c in stock) for p in rows)
         out[group] = {"packages": len(rows), "text": total, "best_per_package": best,
                       "delta_percent": {c: _pct(total[c], base) for c in configs},
                       "best_per_package_delta_percent": _pct(best, base)}
@@ -109,7 +141,7 @@ def stock_table(report: dict) -> str:
     """The report as a Markdown table: one row per package (its shipped
     ``.text`` under ``Oz``, each configuration against it, the best), then the totals."""
     configs = report["configs"]
-    head = ["package", "lang", "Oz (bytes)", *[c for c in configs if c != BASELINE], "best"]
+    head = ["package", "lang", "Oz (bytes)", *[c for c in configs if c != BASELINE], "best stock"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for p in report["packages"]:
         base = p["text"][BASELINE]
