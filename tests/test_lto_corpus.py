@@ -133,3 +133,17 @@ def test_an_lto_corpus_splits_by_package_into_lto_corpora(tmp_path):
         assert all((tmp_path / "splits" / side / f"{m}{s}").exists() for s in (".bc", ".thinlto.bc", ".link.json"))
         [entry] = corpus_entries(tmp_path / "splits" / side)
         assert entry.lto == "thin"
+
+
+def test_link_facts_say_shared_pic_or_static(llvm_tools, plugin, tmp_path):
+    """The facts follow the link as lld decides: a shared library, a PIE, and
+    the same program linked -no-pie (static code)."""
+    major = llvm_tools["major"]
+    b = lto_build(tmp_path / "build", "full", major)
+    saved = tmp_path / "saved"
+    b.link(tmp_path / "out", *lld_flags(save_lto_modules=saved, llvm=major), only=("libgeom.so", "cksum"))
+    b.link(tmp_path / "nopie", *lld_flags(save_lto_modules=saved, llvm=major), "-no-pie", only=("cksum",))
+    facts = {json.loads(p.read_text())["output_path"].split("/", 3)[-1]: json.loads(p.read_text())
+             for p in saved.rglob("*.link.json")}
+    by = {k.rsplit("/", 2)[-2] + "/" + k.rsplit("/", 1)[-1]: (f["shared"], f["reloc_model"]) for k, f in facts.items()}
+    assert by == {"out/libgeom.so": (True, "pic"), "out/cksum": (False, "pic"), "nopie/cksum": (False, "static")}

@@ -66,6 +66,7 @@ void saveModule(const Module &M, const std::string &Dir) {
                      {"module", M.getModuleIdentifier()},
                      {"source", M.getSourceFileName()},
                      {"reloc_model", Link.Pic ? "pic" : "static"},
+                     {"shared", Link.Shared},
                      {"lto_level", "O" + std::to_string(Link.LTOLevel)},
                      {"llvm", LLVM_VERSION_STRING}};
   writeOrWarn(Ctx, Base + ".link.json", [&](raw_ostream &OS) {

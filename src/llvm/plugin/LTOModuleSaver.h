@@ -9,7 +9,7 @@
 // name (TrainingLogPath.h: "<output>.lto", "<output>.thinlto/<source>")
 // with the output's absolute path (so that the binaries of a whole build
 // keep apart), with <name>.link.json: {"lto": "full"|"thin", "output" (as
-// given), "output_path", "cwd", "module", "source", "reloc_model":
+// given), "output_path", "cwd", "module", "source", "shared", "reloc_model":
 // "pic"|"static", "lto_level": "O<n>", "llvm"} -- the link's facts an
 // in-process compile needs (LinkCommandLine.h). A file
 // of that name is replaced (a relink saves its modules again). Outside lld

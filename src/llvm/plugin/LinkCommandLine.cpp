@@ -64,6 +64,7 @@ LinkCommandLine readCommandLine() {
   }
   if (Out.Output.empty())
     Out.Output = "a.out";
+  Out.Shared = Shared;
   Out.Pic = Shared || Pie;
   return Out;
 }

@@ -7,6 +7,7 @@
 // asked for, as lld decides it:
 //  - Output: the last "-o FILE", "--output=FILE" or "--output FILE"
 //    ("a.out" when there is none or the command line cannot be read);
+//  - Shared: a shared library (-shared, --shared, -Bshareable);
 //  - Pic: position-independent code, lld's isPic: -shared, or -pie
 //    (--pic-executable) unless a later -no-pie (--no-pic-executable);
 //  - LTOLevel: the LTO optimization level, the last --lto-O<n>,
@@ -26,6 +27,7 @@ namespace mlopt {
 
 struct LinkCommandLine {
   std::string Output = "a.out";
+  bool Shared = false;
   bool Pic = false;
   int LTOLevel = 2;
   bool Linker = false;
