@@ -84,6 +84,8 @@ def main() -> int:
         specs = [s for s in specs if s.name not in done]
         say(f"resuming: {len(done)} packages recorded, {len(specs)} to build")
     summary = summarize(modes)
+    if modes and args.record:
+        record(summary, args)
     for spec in specs:  # one package at a time, both modes: a long run records as it goes
         for mode in args.modes.split(","):
             packages = modes.setdefault(mode, {"packages": [], "mismatches": []})

@@ -68,6 +68,8 @@ def main() -> int:
         specs = [s for s in specs if s.name not in done]
         print(f"resuming: {len(done)} packages recorded, {len(specs)} to build", file=sys.stderr)
     report = merge_reports(reports) if reports else None
+    if report is not None and args.record:
+        record(report, args)
     for spec in specs:  # one package at a time (all its configurations): a long run records as it goes
         one = compare_stock([spec], DebianConfig(llvm=args.llvm, jobs=args.jobs), on_progress=progress)
         for p in one["packages"]:
