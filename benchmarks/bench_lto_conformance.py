@@ -50,7 +50,7 @@ def record(modes: dict, args) -> None:
     llvm_version = subprocess.run([f"llvm-config-{args.llvm}", "--version"], capture_output=True,
                                   text=True).stdout.strip()
     entry = {"benchmark": "benchmarks/bench_lto_conformance.py",
-             "command": " ".join(["python3", "benchmarks/bench_lto_conformance.py", *sys.argv[1:]]),
+             "command": f"python3 benchmarks/bench_lto_conformance.py --llvm {args.llvm} --record",  # --resume: more
              "problem": "LTO conformance", "corpus": "Debian 12: the large corpus's validation and test packages",
              "baseline": "the object lld's LTO backend made of each module, in the same build",
              "metric": "modules whose in-process .text equals lld's",

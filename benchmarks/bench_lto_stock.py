@@ -36,11 +36,11 @@ def record(report: dict, args) -> None:
                                   text=True).stdout.strip()
     out = ROOT / "benchmarks" / "results" / f"lto-stock-debian-llvm{args.llvm}.json"
     entry = {"benchmark": "benchmarks/bench_lto_stock.py",
-             "command": " ".join(["python3", "benchmarks/bench_lto_stock.py", *sys.argv[1:]]),
+             "command": f"python3 benchmarks/bench_lto_stock.py --llvm {args.llvm} --record",  # --resume continues it
              "problem": "stock configurations", "corpus": "Debian 12: the large corpus's validation and test packages",
-             "baseline": "-Oz, linked by lld (each package's own build)",
              "metric": ".text of the executables and shared libraries each package ships",
-             "date": datetime.date.today().isoformat(), "commit": commit, "llvm_version": llvm_version, **report}
+             "date": datetime.date.today().isoformat(), "commit": commit, "llvm_version": llvm_version, **report,
+             "baseline": "-Oz, linked by lld (each package's own build)", "baseline_config": report["baseline"]}
     out.write_text(json.dumps(entry, indent=1) + "\n")
 
 
@@ -62,8 +62,8 @@ def main() -> int:
     path = ROOT / "benchmarks" / "results" / f"lto-stock-debian-llvm{args.llvm}.json"
     if args.resume and path.exists():
         old = json.loads(path.read_text())
-        reports.append({k: v for k, v in old.items() if k in ("llvm", "compiler", "configs", "baseline", "packages",
-                                                               "failed", "totals")})
+        kept = {k: v for k, v in old.items() if k in ("llvm", "compiler", "configs", "packages", "failed", "totals")}
+        reports.append({**kept, "baseline": old.get("baseline_config", "Oz")})
         done = {p["package"] for p in old["packages"]} | {f["package"] for f in old["failed"]}
         specs = [s for s in specs if s.name not in done]
         print(f"resuming: {len(done)} packages recorded, {len(specs)} to build", file=sys.stderr)
