@@ -9,6 +9,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mlopt.compiler.plugin import wl_flags
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cmake-project"
 
 # binary: (its own sources, link the cutil archive, shared library, C++)
@@ -62,7 +64,7 @@ class LtoBuild:
         logs are relative to it."""
         out.mkdir(parents=True, exist_ok=True)
         obj = self.root / "obj"
-        wl = [f"-Wl,{f}" for f in _pair(flags)]
+        wl = wl_flags(list(flags))
         built = {}
         for name in only or ("libgeom.so", "shapes", "cksum"):  # shapes links libgeom.so
             sources, with_cutil, shared, cxx = BINARIES[name]
@@ -73,13 +75,6 @@ class LtoBuild:
             _run(cmd, cwd=out)
             built[name] = out / name
         return built
-
-
-def _pair(flags):
-    out, it = [], iter(flags)
-    for flag in it:
-        out.append(f"{flag},{next(it)}" if flag == "-mllvm" else flag)
-    return out
 
 
 def lto_build(tmp_path: Path, mode: str, major: int, *compile_flags: str) -> LtoBuild:

@@ -158,19 +158,20 @@ def clang_flags(*, training_log=None, model=None, overwrite_log: bool = False, l
                      ir2vec_vocab=ir2vec_vocab, regalloc_model=regalloc_model, replay=replay,
                      log_callee_linkage=log_callee_linkage, callee_decisions=callee_decisions,
                      save_lto_modules=save_lto_modules)
-    for flag in link:
+    return [f"-flto={lto}", "-fuse-ld=lld", *flags, *wl_flags(link), "-Wno-unused-command-line-argument"]
+
+
+def wl_flags(flags: list[str]) -> list[str]:
+    """lld's own arguments as clang passes them on a link line: ``-Wl,F``,
+    ``-mllvm X`` as one ``-Wl,-mllvm,X``. A flag with a comma cannot pass
+    (``-Wl,`` splits at commas): ValueError."""
+    for flag in flags:
         if "," in flag:
             raise ValueError(f"{flag}: a path with ',' cannot pass through clang's -Wl, (which splits at commas); "
                              "use lld_flags() on lld's own command line, or a path without ','")
-    return [f"-flto={lto}", "-fuse-ld=lld", *flags, *(f"-Wl,{flag}" for flag in _pair_mllvm(link)),
-            "-Wno-unused-command-line-argument"]
-
-
-def _pair_mllvm(flags: list[str]) -> list[str]:
-    """lld's ``-mllvm X`` pairs as one ``-mllvm,X`` (for ``-Wl,``)."""
     out, it = [], iter(flags)
     for flag in it:
-        out.append(f"{flag},{next(it)}" if flag == "-mllvm" else flag)
+        out.append(f"-Wl,{flag},{next(it)}" if flag == "-mllvm" else f"-Wl,{flag}")
     return out
 
 

@@ -50,15 +50,12 @@ def policy_config(name: str, policy: str, base: DebianConfig | None = None) -> D
 def with_policy(config: DebianConfig, policy: str) -> DebianConfig:
     """``config`` with ``policy`` deciding inlining in every compile and,
     under LTO, in lld's backends (``mlopt clang-flags --lto MODE --model P``)."""
-    from ..compiler.plugin import clang_flags, lld_flags
+    from ..compiler.plugin import clang_flags, lld_flags, wl_flags
 
     flags = clang_flags(model=policy, llvm=config.llvm)
     load = flags.index("-load")  # -fplugin=P, not -Xclang -load -Xclang P: libtool's links read "-load" as a library
     flags[load - 1:load + 3] = [f"-fplugin={flags[load + 2]}"]
-    link: tuple[str, ...] = ()
-    if config.lto is not None:
-        lld = lld_flags(model=policy, llvm=config.llvm)
-        link = tuple(f"-Wl,{a},{b}" for a, b in zip(lld[:-1:2], lld[1:-1:2])) + (f"-Wl,{lld[-1]}",)
+    link = wl_flags(lld_flags(model=policy, llvm=config.llvm)) if config.lto is not None else []
     return replace(config, extra_flags=(*config.extra_flags, *flags), link_flags=(*config.link_flags, *link))
 
 
@@ -108,7 +105,7 @@ def compare_stock(specs: Sequence[PackageSpec], base: DebianConfig | None = None
                          "language": package_language(results[BASELINE]), "text": text, "best": best,
                          "binaries": {c: dict(sorted(r.shipped.items())) for c, r in results.items()}})
     return {"llvm": base.llvm, "compiler": base.compiler_version(), "configs": list(configs), "baseline": BASELINE,
-            "policy": policy, "packages": packages, "failed": failed, "totals": _totals(packages, configs, stock)}
+            "policy": policy, "packages": packages, "failed": failed, "totals": _totals(packages, configs)}
 
 
 def merge_reports(reports: Sequence[dict]) -> dict:
@@ -119,8 +116,8 @@ def merge_reports(reports: Sequence[dict]) -> dict:
             "totals": _totals(packages, first["configs"])}
 
 
-def _totals(packages: list[dict], configs: Sequence[str], stock: Sequence[str] | None = None) -> dict:
-    stock = [c for c in configs if c in STOCK] if stock is None else stock
+def _totals(packages: list[dict], configs: Sequence[str]) -> dict:
+    stock = [c for c in configs if c in STOCK]  # the best per package is a stock configuration, never a policy's
     out = {}
     for group in ("all", "c", "c++"):
         rows = [p for p in packages if group == "all" or p["language"] == group]

@@ -41,7 +41,7 @@ void writeOrWarn(LLVMContext &Ctx, const std::string &Path,
 
 void saveModule(const Module &M, const std::string &Dir) {
   const LinkCommandLine &Link = linkCommandLine();
-  bool Thin = M.getModuleIdentifier() != "ld-temp.o";
+  bool Thin = !isMergedLTOModule(M);
   SmallString<256> Cwd, Output(Link.Output);
   if (sys::fs::current_path(Cwd))
     Cwd = ".";

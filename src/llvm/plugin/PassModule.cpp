@@ -14,4 +14,6 @@ const llvm::Module *passModule(const llvm::Any &IR) {
   return M ? *M : nullptr;
 }
 
+bool isMergedLTOModule(const llvm::Module &M) { return M.getModuleIdentifier() == "ld-temp.o"; }
+
 } // namespace mlopt

@@ -5,7 +5,9 @@
 // a loop, an SCC). llvm::Any tells types apart by the address of
 // Any::TypeId<T>::Id; the plugin is built with hidden visibility, so it uses
 // libLLVM's Id for const Module * (an instantiation of its own would never
-// match what the pass manager stores).
+// match what the pass manager stores). isMergedLTOModule(M): M is the
+// merged module of a full-LTO link (LLVM's LTO names it "ld-temp.o"), not a
+// ThinLTO backend's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLOPT_PLUGIN_PASSMODULE_H
@@ -19,6 +21,8 @@ class Module;
 namespace mlopt {
 
 const llvm::Module *passModule(const llvm::Any &IR);
+
+bool isMergedLTOModule(const llvm::Module &M);
 
 } // namespace mlopt
 

@@ -447,13 +447,18 @@ void registerCallbacks(PassBuilder &PB) {
   if (!SaveLTOModules.empty())
     mlopt::installLTOModuleSaver(PB, SaveLTOModules);
   PassInstrumentationCallbacks *PIC = PB.getPassInstrumentationCallbacks();
-  if (!RegallocLogPath.empty() && PIC && mlopt::linkCommandLine().Linker)
-    PIC->registerBeforeNonSkippedPassCallback([](StringRef, Any IR) {
-      if (const Module *M = mlopt::passModule(IR))
-        LinkModuleName = moduleName(*M, M->getModuleIdentifier() == "ld-temp.o"
-                                            ? ThinOrFullLTOPhase::FullLTOPostLink
-                                            : ThinOrFullLTOPhase::ThinLTOPostLink);
+  if (!RegallocLogPath.empty() && PIC && mlopt::linkCommandLine().Linker) {
+    auto Named = std::make_shared<bool>(false); // once per pipeline (per backend)
+    PIC->registerBeforeNonSkippedPassCallback([Named](StringRef, Any IR) {
+      const Module *M = *Named ? nullptr : mlopt::passModule(IR);
+      if (!M)
+        return;
+      *Named = true;
+      LinkModuleName =
+          moduleName(*M, mlopt::isMergedLTOModule(*M) ? ThinOrFullLTOPhase::FullLTOPostLink
+                                                      : ThinOrFullLTOPhase::ThinLTOPostLink);
     });
+  }
   PB.registerAnalysisRegistrationCallback([](ModuleAnalysisManager &MAM) {
     if (!pluginActive())
       return;
