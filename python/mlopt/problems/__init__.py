@@ -34,6 +34,7 @@ _PACKAGES = {
     "inlining-default": "mlopt.problems.inlining_default",
     "inlining-linkage": "mlopt.problems.inlining_linkage",
     "inlining-linked": "mlopt.problems.inlining_linked",
+    "inlining-lto": "mlopt.problems.inlining_lto",
     "regalloc": "mlopt.problems.regalloc",
     "regalloc-trace": "mlopt.problems.regalloc_trace",
     "regalloc-trace-cycles": "mlopt.problems.regalloc_trace_cycles",

@@ -185,8 +185,9 @@ def run_rollout(task: RolloutTask) -> Rollout:
     return _OBJECTIVES[get(task.problem).objective](task)
 
 
-def _size_rollout(task: RolloutTask, grouped: bool = False) -> Rollout:
-    """The inliner's rollout: optimize and generate code; cost = .text bytes."""
+def _size_rollout(task: RolloutTask, grouped: bool = False, cost_of=None) -> Rollout:
+    """The inliner's rollout: optimize and generate code; cost = .text bytes, or ``cost_of(module, object)``
+    (the compile then keeps its object: the caches skip only the passes before the inliner)."""
     from ..compiler import compile
 
     module = _module(task.entry, task.llvm)
@@ -205,7 +206,8 @@ def _size_rollout(task: RolloutTask, grouped: bool = False) -> Rollout:
             forced_callees = {**rule.decisions(task.entry.name), **forced_callees}
     r = compile(module, policy, log=True, call_sites=task.call_sites, cache=cache, forced_decisions=task.forced,
                 ir2vec_vocab=vocab or None, forced_callees=forced_callees, log_callee_linkage=linkage,
-                keep_object=task.text_sections, grouped_code=grouped)
+                keep_object=task.text_sections or cost_of is not None, grouped_code=grouped)
+    cost = float(r.text_size) if cost_of is None else float(cost_of(module, r.object))
     llvm_seconds = time.perf_counter() - start
     sections = None
     if task.text_sections:
@@ -216,7 +218,7 @@ def _size_rollout(task: RolloutTask, grouped: bool = False) -> Rollout:
                    int(r.default_decisions.sum()), r.log_bytes if task.log else b"", r.call_sites,
                    r.default_decisions if task.call_sites else None,
                    r.decisions if task.call_sites or task.decisions else None,
-                   module.notes, r.cache_hit, llvm_seconds, cost=float(r.text_size), text_sections=sections,
+                   module.notes, r.cache_hit, llvm_seconds, cost=cost, text_sections=sections,
                    grouped_code=r.grouped_code)
 
 
@@ -263,6 +265,43 @@ def _linked_rollout(task: RolloutTask) -> Rollout:
     r = _size_rollout(task, grouped=True)
     r.cost = shares.charged(task.entry.name, r.text_size, r.grouped_code)
     return r
+
+
+_FACTS: dict[tuple, dict] = {}  # this worker's link facts of full-LTO modules, by entry_stamp
+
+
+def _lto_facts(entry: CorpusEntry, module) -> dict:
+    """The link facts of a full-LTO corpus module (read once per worker and module version); a module of
+    another kind, or one without facts, raises CorpusError naming it."""
+    from ..corpus.lto import lto_module_facts
+    from ..errors import CorpusError
+
+    if getattr(module, "lto", None) != "full":
+        kind = "a ThinLTO backend module (its object is one of the binary's)" if module.lto == "thin" else \
+            "not from an LTO corpus"
+        raise CorpusError(f"{entry.name}: the lto_binary objective costs full-LTO merged modules; this one is {kind}")
+    key = entry_stamp(entry)
+    if key not in _FACTS:
+        facts = lto_module_facts(entry.bitcode_path)
+        if facts is None:
+            raise CorpusError(f"{entry.name}: no link facts ({entry.bitcode_path.stem}.link.json) beside its "
+                              "bitcode: extract the corpus with mlopt corpus debian --lto full or corpus extract --lto")
+        if len(_FACTS) >= 4096:
+            _FACTS.clear()
+        _FACTS[key] = facts
+    return _FACTS[key]
+
+
+def _lto_binary_rollout(task: RolloutTask) -> Rollout:
+    """The inliner's rollout under full LTO costed by the binary: cost = the
+    ``.text`` of the merged module's object linked as its binary with
+    ``--gc-sections --icf=all`` (problems/inlining_lto, compiler/relink.py)."""
+    from ..compiler.relink import relinked_text
+
+    def cost_of(module, obj: bytes) -> int:
+        return relinked_text(obj, _lto_facts(task.entry, module), llvm=module.llvm, where=task.entry.name)
+
+    return _size_rollout(task, cost_of=cost_of)
 
 
 def _start_from_trace(cache, entry: CorpusEntry, module, vocab: str, linkage: bool = False) -> None:
@@ -361,5 +400,6 @@ def _trace_cycles_rollout(task: RolloutTask) -> Rollout:
 
 
 # Problem.objective -> the rollout that measures it
-_OBJECTIVES = {"text_size": _size_rollout, "linked_share": _linked_rollout, "regalloc_score": _regalloc_rollout,
+_OBJECTIVES = {"text_size": _size_rollout, "linked_share": _linked_rollout, "lto_binary": _lto_binary_rollout,
+               "regalloc_score": _regalloc_rollout,
                "trace_instructions": _trace_rollout, "trace_cycles": _trace_cycles_rollout}

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from ..corpus import CorpusEntry
 from ..errors import MloptError
+from ..problems import get
 from ..rollouts import RolloutTask
 from .local_search import ModuleSearch, TrajectorySearch, _trajectory
 
@@ -71,7 +72,7 @@ class CalleeSearch(TrajectorySearch):
 
     @staticmethod
     def _check(problem) -> None:
-        if problem.num_actions != 2 or problem.objective not in ("text_size", "linked_share"):
+        if problem.num_actions != 2 or problem.decision != get("inlining").decision:
             raise MloptError(f"callee search forces inlining decisions; problem {problem.name!r} is not an "
                              "inlining problem")
 
