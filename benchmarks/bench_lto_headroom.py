@@ -237,9 +237,11 @@ def main() -> int:
             runs[moves] = {"seconds": time.perf_counter() - start,
                            "evaluations": sum(r["evaluations"] for r in rounds),
                            "modules": {r["module"]: {"best": r["best_cost"], "evaluations": r["evaluations"],
-                                                     "flips": len(r["flips"]), "decisions": r["decisions"]}
+                                                     "flips": r["flips"], "decisions": r["decisions"]}
                                        for r in search.report()}}
             curves[moves] = curve
+            (args.out / f"{moves}.json").write_text(json.dumps({"run": runs[moves], "curve": curve,
+                                                                "heuristic": heuristic}, indent=1) + "\n")
     if len(curves) > 1:
         curves["combined"] = {n: {m: min(c[n][m] for c in curves.values() if n in c) for m in names}
                               for n in next(iter(curves.values()))}

@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import cmake, corpus, demo, doctor, log, plugin, policy, recipe, reward, rollouts, train, vocab
+from . import cmake, corpus, demo, doctor, log, plugin, policy, recipe, reward, rollouts, train, tune, vocab
 from . import compile as compile_cmd
 from ._common import run
 
-GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, cmake, rollouts, train, reward, recipe, demo, doctor)
+GROUPS = (log, plugin, vocab, policy, compile_cmd, corpus, cmake, rollouts, train, tune, reward, recipe, demo, doctor)
 
 EPILOG = """\
 examples:

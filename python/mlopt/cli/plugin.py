@@ -4,6 +4,7 @@ stock opt and clang (``--llvm 22`` for opt-22 / clang-22)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from ._common import UsageError, add_command, add_ir2vec_option
 
@@ -44,7 +45,14 @@ def cmd_clang_flags(args) -> int:
         bad = next((i for i, c in enumerate(decisions) if c not in b"01 \t\r\n"), None)
         if bad is not None:
             raise UsageError(f"--replay {args.replay}: byte {bad} is not a decision ('0' or '1') nor whitespace")
-    if args.callee_decisions is not None:
+    if args.callee_decisions is not None and "%m" in args.callee_decisions:  # one file per module (mlopt tune)
+        pattern = Path(args.callee_decisions)
+        if "%m" in str(pattern.parent) or not pattern.parent.is_dir():
+            raise UsageError(f"--callee-decisions {args.callee_decisions}: %m must be in the file name of an "
+                             "existing directory")
+        for path in sorted(pattern.parent.glob(pattern.name.replace("%m", "*"))):
+            _check_callee_decisions(str(path))
+    elif args.callee_decisions is not None:
         _check_callee_decisions(args.callee_decisions)
     try:
         text = clang_flags_string(training_log=log, model=args.model, overwrite_log=args.overwrite_log,
@@ -110,7 +118,8 @@ def register(sub) -> None:
     flags.add_argument("--callee-decisions", metavar="PATH",
                        help="every site calling a function this file names gets its decision (\"<0|1> <name>\" "
                             "lines; a package's one-site-linkonce rule from `mlopt corpus call-sites "
-                            "--callee-decisions`); checked now")
+                            "--callee-decisions`); %%m: one file per module (mlopt tune writes DIR/%%m.txt), a "
+                            "module without one keeps its decisions; checked now")
     flags.add_argument("--lto", choices=("full", "thin"),
                        help="flags for an LTO build, the same on the compile and the link line: -flto=MODE "
                             "-fuse-ld=lld, the plugin in the compile and in lld's LTO backends (link-time logs "

@@ -122,6 +122,15 @@ def extract_lto_corpus(build: PathLike, output: PathLike, *, lto: str | None = N
     out = prepare_output(output, force)
     if saved:
         report = LtoExtractReport(modes.pop(), "saved")
+        # a link whose binary is gone was a configure or CMake check's (its program removed after the test)
+        # (when every binary is gone, the build moved: all are kept)
+        # (CMake's compiler identification keeps its a.out, under CMakeFiles/ as all its checks)
+        gone = [(p, f) for p, f in saved if f.get("output_path") and
+                (not Path(f["output_path"]).exists() or "/CMakeFiles/" in f["output_path"])]
+        if len(gone) < len(saved):
+            report.skipped += [{"path": str(p), "reason": f"its binary {f['output_path']} is gone or CMake's "
+                                                          "(a configure or CMake check's link)"} for p, f in gone]
+            saved = [(p, f) for p, f in saved if (p, f) not in gone]
         if root is None:
             root = Path(os.path.commonpath([str(_output(f).parent) for _, f in saved]))
         names: dict[str, Path] = {}

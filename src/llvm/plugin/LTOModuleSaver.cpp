@@ -64,6 +64,9 @@ void saveModule(const Module &M, const std::string &Dir) {
                      {"output_path", std::string(Output)},
                      {"cwd", std::string(Cwd)},
                      {"module", M.getModuleIdentifier()},
+                     // what %m names this module in the plugin's per-module paths
+                     {"module_name", linkTimeModuleName(Link.Output, Thin, M.getSourceFileName(),
+                                                        M.getModuleIdentifier())},
                      {"source", M.getSourceFileName()},
                      {"reloc_model", Link.Pic ? "pic" : "static"},
                      {"shared", Link.Shared},

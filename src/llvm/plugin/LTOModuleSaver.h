@@ -9,9 +9,10 @@
 // name (TrainingLogPath.h: "<output>.lto", "<output>.thinlto/<source>")
 // with the output's absolute path (so that the binaries of a whole build
 // keep apart), with <name>.link.json: {"lto": "full"|"thin", "output" (as
-// given), "output_path", "cwd", "module", "source", "shared", "reloc_model":
-// "pic"|"static", "lto_level": "O<n>", "llvm"} -- the link's facts an
-// in-process compile needs (LinkCommandLine.h). A file
+// given), "output_path", "cwd", "module", "module_name" (the name %m gives
+// it in the plugin's per-module paths: the output as given), "source",
+// "shared", "reloc_model": "pic"|"static", "lto_level": "O<n>", "llvm"} --
+// the link's facts an in-process compile needs (LinkCommandLine.h). A file
 // of that name is replaced (a relink saves its modules again). Outside lld
 // (a compile) nothing is saved. A module that cannot be written is one
 // warning; the link goes on.

@@ -67,6 +67,7 @@
 #include "llvm/Passes/PassPlugin.h"
 #endif
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -138,8 +139,9 @@ cl::opt<std::string> CalleeDecisionsPath(
     "mlopt-inline-callee-decisions", cl::value_desc("path"), cl::cat(Category),
     cl::desc("mlopt: every site calling a function this file names gets its decision, whatever "
              "the model or heuristic says: one \"<0|1> <callee name>\" per line (after "
-             "-mlopt-inline-replay's decisions). `mlopt corpus call-sites --callee-decisions` "
-             "writes a package's (its one-site linkonce_odr callees, inlined)"));
+             "-mlopt-inline-replay's decisions). %m: per module, as the training log (a module "
+             "whose file does not exist keeps its own decisions); `mlopt tune` writes one per "
+             "binary, `mlopt corpus call-sites --callee-decisions` a package's"));
 
 cl::opt<std::string>
     InteractiveBase("mlopt-inline-interactive", cl::value_desc("base"), cl::cat(Category),
@@ -400,15 +402,24 @@ mlopt::DecisionTrace *replay(LLVMContext &Ctx, const Module &M, const std::strin
   std::lock_guard<std::mutex> Guard(StateLock);
   std::string Path =
       ReplayPath.empty() ? std::string() : mlopt::expandTrainingLogPath(ReplayPath, Name);
-  auto [It, Inserted] = Traces.try_emplace(Path.empty() ? M.getModuleIdentifier() : Path);
+  // Per module (%m): a module without a file of its own keeps its decisions.
+  bool PerModule = StringRef(CalleeDecisionsPath).contains("%m");
+  std::string Callees = PerModule ? mlopt::expandTrainingLogPath(CalleeDecisionsPath, Name)
+                                  : std::string(CalleeDecisionsPath);
+  if (PerModule && !sys::fs::exists(Callees))
+    Callees.clear();
+  if (Path.empty() && Callees.empty())
+    return nullptr;
+  auto [It, Inserted] =
+      Traces.try_emplace((Path.empty() ? M.getModuleIdentifier() : Path) + '\0' + Callees);
   if (!Inserted)
     return It->second.get();
   try {
     auto Trace = std::make_unique<mlopt::DecisionTrace>();
     if (!Path.empty())
       Trace->Forced = mlopt::readDecisionString(Path);
-    if (!CalleeDecisionsPath.empty())
-      Trace->ForcedCallees = mlopt::readCalleeDecisions(CalleeDecisionsPath);
+    if (!Callees.empty())
+      Trace->ForcedCallees = mlopt::readCalleeDecisions(Callees);
     It->second = std::move(Trace);
   } catch (const std::exception &E) {
     Ctx.emitError(Twine(mloptPrefix()) + "cannot replay decisions: " + E.what());
