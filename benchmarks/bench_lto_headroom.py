@@ -175,6 +175,8 @@ def main() -> int:
     ap.add_argument("--max-decisions", type=int, default=20000)
     ap.add_argument("--workers", type=int)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--resume", action="store_true", help="keep the searches an earlier run with the same --out "
+                    "finished (--out/<moves>.json)")
     ap.add_argument("--record", action="store_true", help="write benchmarks/results/lto-headroom-debian-llvm<N>.json")
     ap.add_argument("--quick", action="store_true", help="the example project built with full LTO, the callee "
                     "search, 2 compiles per binary")
@@ -218,6 +220,16 @@ def main() -> int:
             "".join(f"; {m}: {other[m]:+d} bytes outside the module" for m in names if other[m]))
         classes = {"callee": CalleeSearch, "flip": TrajectorySearch}
         for moves in args.moves.split(","):
+            done = args.out / f"{moves}.json"
+            if args.resume and done.exists():  # a search an earlier run finished, with the same heuristic costs
+                kept = json.loads(done.read_text())
+                budget = kept["run"].get("evaluations_per_binary", args.evaluations)
+                if kept["heuristic"] != heuristic or budget != args.evaluations:
+                    raise SystemExit(f"{done}: another run's search (other modules or budget): remove it")
+                runs[moves] = kept["run"]
+                curves[moves] = {int(n): c for n, c in kept["curve"].items()}
+                say(f"{moves}: kept from {done}")
+                continue
             start = time.perf_counter()
             config = SearchConfig(evaluations_per_module=args.evaluations, batch=8,
                                   max_decisions=args.max_decisions, max_flips=args.evaluations)
@@ -234,7 +246,7 @@ def main() -> int:
 
             rounds = search.run(on_round=on_round)
             curve[args.evaluations] = {m.entry.name: m.best.cost for m in search.modules}
-            runs[moves] = {"seconds": time.perf_counter() - start,
+            runs[moves] = {"seconds": time.perf_counter() - start, "evaluations_per_binary": args.evaluations,
                            "evaluations": sum(r["evaluations"] for r in rounds),
                            "modules": {r["module"]: {"best": r["best_cost"], "evaluations": r["evaluations"],
                                                      "flips": r["flips"], "decisions": r["decisions"]}
