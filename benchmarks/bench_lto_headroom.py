@@ -90,7 +90,7 @@ def debian_inputs(args) -> tuple[Path, dict[str, int], dict[str, str]]:
     modules: dict[str, list] = {}
     for e in corpus_entries(corpus):
         modules.setdefault(package_of(e.name), []).append((e.name, lto_module_facts(e.bitcode_path)))
-    stock_text, unmatched = {}, []
+    stock_text, configs, unmatched = {}, {}, []
     for package in names:
         for binary, text in sorted(recorded[package]["full+gc+icf"].items()):
             # the shipped binary is the build's binary of the same .text under stock full LTO (installs rename)
@@ -100,12 +100,13 @@ def debian_inputs(args) -> tuple[Path, dict[str, int], dict[str, str]]:
                 same = [m for m in same if Path(modules_output(modules[package], m)).name == Path(binary).name]
             if len(same) == 1:
                 stock_text[same[0]] = text
+                configs[same[0]] = {c: recorded[package][c][binary] for c in recorded[package]}
             else:
                 unmatched.append(binary)
     if unmatched:
         print(f"shipped binaries without one merged module of the same stock .text (left out): "
               f"{', '.join(unmatched)}", file=sys.stderr)
-    return corpus, stock_text, {m: languages.get(m, "c") for m in stock_text}
+    return corpus, stock_text, {m: languages.get(m, "c") for m in stock_text}, configs
 
 
 def modules_output(modules: list, name: str) -> str:
@@ -132,7 +133,7 @@ def quick_inputs(args) -> tuple[Path, dict[str, int], dict[str, str]]:
         binary = next(b for b in BINARIES if e.name.endswith(f"{b}.lto"))
         stock_text[e.name] = text_bytes(read_sections(stock[binary]))
         languages[e.name] = "c++" if BINARIES[binary][3] else "c"
-    return corpus, stock_text, languages
+    return corpus, stock_text, languages, {}
 
 
 def start_policy(ds, work: Path):
@@ -146,6 +147,38 @@ def start_policy(ds, work: Path):
     path = work / "start.npz"
     with_linkage_input(with_default_prior(bc, 20.0)).save(path, overwrite=True)
     return load_weights(path, "inlining-lto")
+
+
+def _never_inline(out: Path) -> Path:
+    """A policy that declines every call site (mlopt policy export --constant 0)."""
+    from mlopt import InlinePolicy
+
+    path = out / "never-inline"
+    if not (path / "model.tflite").exists():
+        InlinePolicy.constant(0).export(path)
+    return path
+
+
+def growth_table(names, configs: dict, declined: dict, heuristic: dict, other: dict, groups: dict) -> list[str]:
+    """Where full LTO's size comes from, against -Oz + gc-sections + ICF without LTO: stock full LTO +
+    gc + ICF, and the same with the link-time inliner declining every site (the pre-link compiles as stock)."""
+    keep = [m for m in names if m in configs]
+    if not keep:
+        return []
+    rows = ["| configuration (gc-sections + ICF) | " + " | ".join(groups) + " |", "|---" * (len(groups) + 1) + "|"]
+    base = {m: configs[m]["Oz+gc+icf"] for m in keep}
+    lines = {"-Oz, no LTO": base, "full LTO (stock)": {m: configs[m]["full+gc+icf"] for m in keep},
+             "full LTO, the link-time inliner off": {m: declined[m] + max(other[m], 0) for m in keep},
+             "full LTO, the heuristic relinked (check)": {m: heuristic[m] + max(other[m], 0) for m in keep}}
+    for label, sizes in lines.items():
+        cells = []
+        for ms in groups.values():
+            ms = [m for m in ms if m in base]
+            b = sum(base[m] for m in ms)
+            cells.append(f"{sum(base[m] for m in ms):,} bytes" if sizes is base else
+                         f"{100.0 * (sum(sizes[m] for m in ms) - b) / b:+.2f}%" if b else "-")
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    return rows
 
 
 def snapshot(search, curve: dict[int, dict[str, float]]) -> None:
@@ -195,12 +228,12 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.quick:
         args.evaluations, args.moves = 2, "callee"
-        corpus, stock_text, language = quick_inputs(args)
+        corpus, stock_text, language, configs = quick_inputs(args)
     else:
         if args.corpora is None:
             ap.error("give --corpora DIR, or --quick")
         args.stock = args.stock or ROOT / "benchmarks" / "results" / f"lto-stock-debian-llvm{args.llvm}.json"
-        corpus, stock_text, language = debian_inputs(args)
+        corpus, stock_text, language, configs = debian_inputs(args)
     entries = [e for e in corpus_entries(corpus) if e.name in stock_text]
     names = [e.name for e in entries]
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
@@ -218,6 +251,8 @@ def main() -> int:
         exact = [m for m in names if other[m] == 0]
         say(f"heuristic relinked = the stock binary's .text on {len(exact)} of {len(names)} binaries" +
             "".join(f"; {m}: {other[m]:+d} bytes outside the module" for m in names if other[m]))
+        never = _never_inline(args.out)  # the link-time inliner declining every site
+        declined = dict(zip(names, costs_of([(str(never), e) for e in entries], "inlining-lto", pool=pool)))
         classes = {"callee": CalleeSearch, "flip": TrajectorySearch}
         for moves in args.moves.split(","):
             done = args.out / f"{moves}.json"
@@ -281,6 +316,10 @@ def main() -> int:
         print(f"| {name.split(' x')[0]} | {name.split(' x')[1]} | **{row['all']:+.3f}%** | {row['c']:+.3f}% | "
               f"{row['c++']:+.3f}% | {sum(v < 0 for v in row['packages'].values())} of {len(packages)} | "
               f"{top[0]} {top[1]:+.2f}% |")
+    growth = growth_table(names, configs, declined, heuristic, other, groups)
+    if growth:
+        print("\nwhere full LTO's size comes from (the shipped binaries above, .text against -Oz without LTO):")
+        print("\n".join(growth))
     final = [r for n, r in table.items() if n.endswith(f" x{args.evaluations}")]
     best_all = min(r["all"] for r in final)
     rule = "continue to training" if best_all <= -1.5 else "under the 1.5% rule: train once for the record"
@@ -289,7 +328,9 @@ def main() -> int:
               "command": "python3 benchmarks/bench_lto_headroom.py " + " ".join(sys.argv[1:]),
               "baseline": "stock full LTO + --gc-sections --icf=all (the heuristic's compile relinked)",
               "binaries": {m: {"language": language[m], "stock": stock_text[m], "heuristic": heuristic[m],
-                               "other_code": other[m]} for m in names},
+                               "other_code": other[m], "link_inliner_off": declined[m],
+                               "stock_configs": configs.get(m, {})} for m in names},
+              "growth": growth,
               "runs": runs, "table": table, "decision": rule,
               "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                                        text=True).stdout.strip(),

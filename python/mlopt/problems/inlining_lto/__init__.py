@@ -9,7 +9,9 @@ Under full LTO the merged module is the binary's code: no per-module sum, no
 COMDAT estimate; what lld's garbage collection and identical code folding
 take away is in the cost. Its modules are a full-LTO corpus's
 (``mlopt corpus debian --lto full``, ``mlopt corpus extract --lto``), whose
-link facts (``<m>.link.json``) say how the binary was linked.
+link facts (``<m>.link.json``) say how the binary was linked. A policy
+without the heuristic's decision or the linkage among its inputs (one
+trained for ``inlining``) runs under it too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from ..inlining_linkage import LinkageInformedPolicy
 
 PROBLEM = replace(
     _LINKAGE, name="inlining-lto", objective="lto_binary", starts_from=("inlining-linkage",),
+    # any inlining policy runs under it (a -Oz policy, a constant one); its own network takes all 40
+    optional_features=(*_LINKAGE.optional_features, "inlining_default", "callee_linkage"),
     description="inlining for size under full LTO, the heuristic's decision and the callee's linkage as inputs, "
                 "objective: the binary's .text linked with --gc-sections --icf=all")
 
