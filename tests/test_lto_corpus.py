@@ -147,3 +147,15 @@ def test_link_facts_say_shared_pic_or_static(llvm_tools, plugin, tmp_path):
              for p in saved.rglob("*.link.json")}
     by = {k.rsplit("/", 2)[-2] + "/" + k.rsplit("/", 1)[-1]: (f["shared"], f["reloc_model"]) for k, f in facts.items()}
     assert by == {"out/libgeom.so": (True, "pic"), "out/cksum": (False, "pic"), "nopie/cksum": (False, "static")}
+
+
+def test_native_objects_are_named_as_lld_names_them(tmp_path):
+    """lld's --save-temps=prelink: <output>.lto.o (full), <output name>.lto.<module stem>.o beside a
+    ThinLTO input (a libtool .lo too), an archive member's whole name with .o."""
+    out = str(tmp_path / "lib" / "libz.so.1")
+    facts = {"lto": "thin", "output_path": out, "cwd": str(tmp_path / "obj")}
+    assert native_object_of({**facts, "lto": "full"}) == tmp_path / "lib" / "libz.so.1.lto.o"
+    assert native_object_of({**facts, "module": "a.o"}) == tmp_path / "obj" / "libz.so.1.lto.a.o"
+    assert native_object_of({**facts, "module": "sub/mdb.lo"}) == tmp_path / "obj" / "sub" / "libz.so.1.lto.mdb.o"
+    assert native_object_of({**facts, "module": "libc.a(b.o at 12)"}) == \
+        tmp_path / "obj" / "libz.so.1.lto.libc.a(b.o at 12).o"

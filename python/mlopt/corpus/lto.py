@@ -82,8 +82,9 @@ def _flat(path: str) -> str:
 
 def native_object_of(facts: dict) -> Path | None:
     """Where lld's ``--save-temps=prelink`` wrote the object of a saved module:
-    ``<output>.lto.o`` (full LTO), ``<output name>.lto.<module>`` next to a
-    ThinLTO module's input (``.o`` added for an archive member)."""
+    ``<output>.lto.o`` (full LTO), ``<output name>.lto.<module stem>.o`` next to a
+    ThinLTO module's input (``a.lo`` -> ``.lto.a.o``; an archive member keeps its
+    whole name, ``lib.a(a.o at 12)`` -> ``.lto.lib.a(a.o at 12).o``), as lld names them."""
     output = _output(facts)
     if facts.get("lto") == "full":
         return output.with_name(output.name + ".lto.o")
@@ -92,7 +93,8 @@ def native_object_of(facts: dict) -> Path | None:
         return None
     if not module.is_absolute():
         module = Path(facts.get("cwd", ".")) / module
-    return module.with_name(f"{output.name}.lto.{module.name}{'.o' if module.name.endswith(')') else ''}")
+    base = module.name if module.name.endswith(")") else module.stem
+    return module.with_name(f"{output.name}.lto.{base}.o")
 
 
 def lto_module_facts(bitcode: Path) -> dict | None:
