@@ -185,7 +185,7 @@ def snapshot(search, curve: dict[int, dict[str, float]]) -> None:
     """Each binary's best cost so far under every budget it has not passed (the curve)."""
     for m in search.modules:
         for n in curve:
-            if m.evaluations <= n or not m.queue:
+            if m.evaluations <= n:  # (a module whose moves ran out stays at its last count)
                 curve[n][m.entry.name] = m.best.cost
 
 
@@ -326,7 +326,9 @@ def main() -> int:
     print(f"decision rule at {args.evaluations} compiles per binary: {best_all:+.3f}% -> {rule}")
     report = {"benchmark": "benchmarks/bench_lto_headroom.py", "llvm": args.llvm,
               "llvm_version": llvm_version(args.llvm),
-              "command": "python3 benchmarks/bench_lto_headroom.py " + " ".join(sys.argv[1:]),
+              # the canonical command: --resume only keeps finished searches, it changes no figure
+              "command": "python3 benchmarks/bench_lto_headroom.py " + " ".join(a for a in sys.argv[1:]
+                                                                                if a != "--resume"),
               "problem": "inlining-lto: the oracle's headroom (searches on the packages themselves)",
               "corpus": "the example project" if args.quick else "Debian 12: the large corpus's validation packages",
               "metric": "the shipped binaries' .text linked by lld with --gc-sections --icf=all (code outside the "

@@ -119,10 +119,11 @@ def render_headroom(r: dict) -> list[str]:
     """The oracle under full LTO: each search's curve (all, C, C++), where LTO's size comes from, the decision."""
     exact, binaries = r["exact_binaries"]
     lines = [f"## Headroom under full LTO: {r['corpus']}", "",
-             f"Baseline: {r['baseline']}. Metric: {r['metric']}. An oracle: the callee and flip searches of "
-             f"`mlopt train search` run on the packages' own binaries, every move a compile and a link, so no "
-             f"policy can do better on them within that many compiles. {binaries} shipped binaries (the heuristic "
-             f"relinked is the stock binary's `.text` on {exact} of them). LLVM {r['llvm_version']}.", "",
+             f"Baseline: {r['baseline']}. Metric: {r['metric']}. An oracle: the searches of `mlopt train search` "
+             f"(callee: all sites of one callee at once; flip: one decision) run on the packages' own binaries, "
+             f"every move a compile and a link, so no policy can do better on them within that many compiles. "
+             f"{binaries} shipped binaries (the heuristic relinked is the stock binary's `.text` on {exact} of "
+             f"them). LLVM {r['llvm_version']}.", "",
              "| search | compiles per binary | all | C | C++ | packages smaller |", "|---|---|---|---|---|---|"]
     for name, row in r["table"].items():
         search, n = name.rsplit(" x", 1)
