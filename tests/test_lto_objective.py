@@ -129,7 +129,7 @@ def test_relink_follows_the_link_facts(tmp_path):
     with pytest.raises(CorpusError, match="re-extract"):
         is_shared({})
     o, out = tmp_path / "m.o", tmp_path / "b"
-    assert relink_command(o, out, {"shared": True}, 19)[:3] == ["clang-19", "-fuse-ld=lld", "-shared"]
+    assert relink_command(o, out, {"shared": True}, 19)[:3] == ["clang++-19", "-fuse-ld=lld", "-shared"]
     exe = relink_command(o, out, {"shared": False, "reloc_model": "static"}, 22)
     assert exe[2] == "-no-pie" and "-Wl,--unresolved-symbols=ignore-all" in exe and "-Wl,--icf=all" in exe
     assert relink_command(o, out, {"shared": False, "reloc_model": "pic"}, 19, ())[2:] == \

@@ -4,8 +4,9 @@ cost is the ``.text`` lld writes -- after ``--gc-sections`` and
 ``--icf=all`` (the strongest stock configuration), which the object alone
 does not show.
 
-The object is linked by ``clang-<llvm> -fuse-ld=lld`` (the C runtime's
-start files and libraries, as the build's link had them) as a shared
+The object is linked by ``clang++-<llvm> -fuse-ld=lld`` (the C runtime's
+start files and libraries and C++'s, as a C++ build's link had them; a C
+binary's code does not change by them) as a shared
 library, a PIE or a non-PIE executable, as the link facts the plugin saved
 say (``<m>.link.json``: ``shared``, ``reloc_model``); undefined symbols are
 allowed, for an executable's libraries are not at hand. What the build's
@@ -49,7 +50,8 @@ def relink_command(obj: Path, out: Path, facts: dict, llvm: int, lld_flags: Sequ
     wl = [f"-Wl,{f}" for f in lld_flags]
     if not shared:  # the symbols LTO left global are what the link's libraries or other objects refer to
         wl += ["-Wl,--unresolved-symbols=ignore-all", "-Wl,--export-dynamic"]
-    return [f"clang-{llvm}", "-fuse-ld=lld", *kind, os.fspath(obj), "-o", os.fspath(out), *wl]
+    # clang++: a C++ binary's link has libstdc++, whose definitions change what lld keeps (libfmt: 261 bytes)
+    return [f"clang++-{llvm}", "-fuse-ld=lld", *kind, os.fspath(obj), "-o", os.fspath(out), *wl]
 
 
 def relinked_text(obj: bytes, facts: dict, *, llvm: int, where: str, lld_flags: Sequence[str] = GC_ICF) -> int:
@@ -62,7 +64,7 @@ def relinked_text(obj: bytes, facts: dict, *, llvm: int, where: str, lld_flags: 
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except FileNotFoundError:
-            raise CompileError(f"{where}: clang-{llvm} is not installed (apt-get install clang-{llvm} "
+            raise CompileError(f"{where}: clang++-{llvm} is not installed (apt-get install clang-{llvm} "
                                f"lld-{llvm})") from None
         except subprocess.TimeoutExpired:
             raise CompileError(f"{where}: linking its object timed out after 600 s") from None
