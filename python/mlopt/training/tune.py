@@ -162,27 +162,29 @@ def check_tuned(corpus: str | os.PathLike, decisions: str | os.PathLike, *, pool
             "with": sum(b["with"] for b in binaries.values())}
 
 
+def _table(header: list[str], rows: list[list]) -> str:
+    return "\n".join(["| " + " | ".join(header) + " |", "|---" * len(header) + "|",
+                      *("| " + " | ".join(map(str, r)) + " |" for r in rows)])
+
+
 def format_tuned(report: dict) -> str:
     """tune_corpus's report as a table."""
-    rows = ["| binary | .text before | after | delta | decisions | compiles |", "|---|---|---|---|---|---|"]
-    for m, b in report["binaries"].items():
-        rows.append(f"| {m} | {b['before']:,} | {b['after']:,} | {_pct(b['after'], b['before'])} | "
-                    f"{b['decisions']} | {b['evaluations']} |")
-    rows.append(f"| total | {report['before']:,} | {report['after']:,} | {_pct(report['after'], report['before'])} "
-                f"| {sum(b['decisions'] for b in report['binaries'].values())} | {report['compiles']} |")
-    return "\n".join(rows)
+    bins = report["binaries"]
+    rows = [[m, f"{b['before']:,}", f"{b['after']:,}", _pct(b["after"], b["before"]), b["decisions"], b["evaluations"]]
+            for m, b in bins.items()]
+    rows.append(["total", f"{report['before']:,}", f"{report['after']:,}", _pct(report["after"], report["before"]),
+                 sum(b["decisions"] for b in bins.values()), report["compiles"]])
+    return _table(["binary", ".text before", "after", "delta", "decisions", "compiles"], rows)
 
 
 def format_checked(report: dict) -> str:
     """check_tuned's report as a table."""
-    rows = ["| binary | decisions | still apply | .text without | with | delta |", "|---|---|---|---|---|---|"]
-    for m, b in report["binaries"].items():
-        rows.append(f"| {m} | {b['decisions']} | {b['apply']} | {b['without']:,} | {b['with']:,} | "
-                    f"{_pct(b['with'], b['without'])} |")
-    rows.append(f"| total | {sum(b['decisions'] for b in report['binaries'].values())} | "
-                f"{sum(b['apply'] for b in report['binaries'].values())} | {report['without']:,} | "
-                f"{report['with']:,} | {_pct(report['with'], report['without'])} |")
-    return "\n".join(rows)
+    bins = report["binaries"]
+    rows = [[m, b["decisions"], b["apply"], f"{b['without']:,}", f"{b['with']:,}", _pct(b["with"], b["without"])]
+            for m, b in bins.items()]
+    rows.append(["total", sum(b["decisions"] for b in bins.values()), sum(b["apply"] for b in bins.values()),
+                 f"{report['without']:,}", f"{report['with']:,}", _pct(report["with"], report["without"])])
+    return _table(["binary", "decisions", "still apply", ".text without", "with", "delta"], rows)
 
 
 def _pct(new: float, old: float) -> str:
