@@ -19,7 +19,8 @@ to what some of its sites got, ranked by how many sites they change
 (ties by name). Each round evaluates up to ``batch`` untried moves of
 every active module on the pool, on top of the callees already forced; a
 module takes its smallest strictly smaller compile and ranks its moves
-again on the new compile. A module stops at its evaluation budget, after
+again on the new compile, the round's other moves that made it smaller
+first (tried again on top of the one taken). A module stops at its evaluation budget, after
 ``max_flips`` accepted moves, or when no move is left.
 
 The imitation rows that carry the searched choice are those of sites
@@ -100,6 +101,15 @@ class CalleeSearch(TrajectorySearch):
         m.best = _trajectory(rollout, self.problem)
         m.sites = [tuple(s) for s in rollout.call_sites]
         m.queue = callee_moves(m.sites, m.best.decisions, skip=m.tried | {(c, 1 - v) for c, v in m.forced.items()})
+
+    def _retry(self, m: CalleeModule, moves: list) -> None:
+        """The round's other moves that made the module smaller are tried first on the new compile (a
+        round keeps only its best move; without this, ``batch`` parallel moves would find an improvement
+        and drop it)."""
+        again = [move for move in moves if move[0] not in m.forced]
+        m.tried.difference_update(again)
+        fresh = callee_moves(m.sites, m.best.decisions, skip=m.tried | {(c, 1 - v) for c, v in m.forced.items()})
+        m.queue = [move for move in again if move in fresh] + [move for move in fresh if move not in again]
 
     def changed_rows(self) -> list[list[int]]:
         """Per module, the rows of its best compile whose callee was forced."""

@@ -218,6 +218,10 @@ class TrajectorySearch:
         m.best = _trajectory(rollout, self.problem)
         m.queue = uncertainty_order(self.policy, m.best.columns, after=k)  # re-ranked on the new trajectory
 
+    def _retry(self, m: ModuleSearch, moves: list) -> None:
+        """The round's other moves that beat the old best, after ``_accept`` took the best one: single
+        flips are re-ranked on the new trajectory anyway (nothing to do)."""
+
     def step(self) -> dict:
         """One round; returns its metrics."""
         start = time.perf_counter()
@@ -237,7 +241,9 @@ class TrajectorySearch:
         for m in {id(m): m for m, _ in owners}.values():
             tried = sorted(by_module.get(id(m), []), key=lambda t: (t[0], t[1]))
             if tried and tried[0][0] < m.best.cost:
+                better = [move for cost, move, _ in tried[1:] if cost < m.best.cost]
                 self._accept(m, tried[0][1], tried[0][2])
+                self._retry(m, better)
                 improved += 1
         self.round += 1
         elapsed = time.perf_counter() - start
