@@ -21,6 +21,10 @@ once). Figures: the test binaries' ``.text`` against the heuristic's
 relinked (code outside the LTO module, assembly, in the denominator), all /
 C / C++ / per package, the worst package, and the ratio policy / stock.
 
+    MLOPT_LLVM=19 mlopt corpus debian bzip2 zopfli libsodium xxhash libb2 libyaml yaml-cpp libjsoncpp tinyxml2 \
+        mujs jimtcl c-ares libevent libogg libvorbis opus soundtouch glpk utf8proc uchardet gflags re2 libonig \
+        dash less --lto full -o /tmp/lto-train                     # the training packages (none in the large
+                                                                   # corpus's validation or test splits)
     python3 benchmarks/bench_lto_trainers.py --train /tmp/lto-train --corpora /tmp/lto-corpora/full --record
     python3 benchmarks/bench_lto_trainers.py --quick --out /tmp/lt   # the example project, one compile per move
 """
@@ -241,7 +245,11 @@ def main() -> int:
     report = {"benchmark": "benchmarks/bench_lto_trainers.py", "llvm": args.llvm, "llvm_version": version,
               "command": "python3 benchmarks/bench_lto_trainers.py " + " ".join(a for a in sys.argv[1:]
                                                                                 if a != "--resume"),
-              "problem": PROBLEM, "metric": "the test packages' shipped binaries' .text linked by lld with "
+              "problem": PROBLEM,
+              "corpus": "the example project" if args.quick else "Debian 12: trained on the training packages' "
+                        "full-LTO binaries, chosen on the large corpus's validation packages, judged on its test "
+                        "packages",
+              "metric": "the test packages' shipped binaries' .text linked by lld with "
               "--gc-sections --icf=all (code outside the LTO module counted in the denominator)",
               "baseline": "stock full LTO + gc-sections + ICF (the heuristic's compile relinked)",
               "train_binaries": len(train), "validation_binaries": len(val), "test_binaries": len(names),

@@ -48,6 +48,7 @@ QUICK = {
     "bench_lto_conformance.py": ("thin: 13 of 13 modules' .text exact", True, (llvm, network, slow, needs_apt)),
     "bench_lto_link.py": ("so-mlopt", False, (llvm, slow)),
     "bench_lto_headroom.py": ("the heuristic relinked is the stock binary on 3 of 3", True, (llvm, slow)),
+    "bench_lto_trainers.py": ("| search |", True, (llvm, slow)),
 }
 
 
