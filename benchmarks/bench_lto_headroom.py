@@ -44,16 +44,16 @@ from _common import LARGE_VALIDATION  # noqa: E402
 CURVE = (16, 48, 128)
 
 
-def combine_corpora(corpora: list[Path], out: Path) -> Path:
-    """One corpus in ``out`` of several per-package corpora (links to their modules)."""
+def combine_corpora(corpora: list[Path], out: Path, lto: str = "full") -> Path:
+    """One corpus in ``out`` of several per-package ``lto`` corpora (links to their modules)."""
     modules, languages = [], {}
     out.mkdir(parents=True, exist_ok=True)
     desc = None
     for corpus in corpora:
         d = json.loads((corpus / "corpus_description.json").read_text())
         desc = desc or {k: v for k, v in d.items() if k != "modules"}
-        if d.get("lto") != "full":
-            raise SystemExit(f"{corpus}: not a full-LTO corpus (lto: {d.get('lto')})")
+        if d.get("lto") != lto:
+            raise SystemExit(f"{corpus}: not a {lto}-LTO corpus (lto: {d.get('lto')})")
         modules += d["modules"]
         manifest = corpus / "corpus_manifest.json"
         if manifest.exists():

@@ -1,8 +1,9 @@
-"""Link a full-LTO module's object as lld linked its binary, and measure the
+"""Link an LTO module's object as lld linked its binary, and measure the
 binary: under full LTO the merged module is the binary's code, so a policy's
 cost is the ``.text`` lld writes -- after ``--gc-sections`` and
 ``--icf=all`` (the strongest stock configuration), which the object alone
-does not show.
+does not show; a ThinLTO backend's object is linked with the binary's other
+backends' objects (``others``).
 
 The object is linked by ``clang++-<llvm> -fuse-ld=lld`` (the C runtime's
 start files and libraries and C++'s, as a C++ build's link had them; a C
@@ -41,8 +42,11 @@ def is_shared(facts: dict) -> bool:
     return re.search(r"\.so(\.[0-9.]+)?$", output) is not None
 
 
-def relink_command(obj: Path, out: Path, facts: dict, llvm: int, lld_flags: Sequence[str] = GC_ICF) -> list[str]:
-    """The clang + lld command that links ``obj`` as the binary of ``facts`` into ``out``."""
+def relink_command(obj: Path, out: Path, facts: dict, llvm: int, lld_flags: Sequence[str] = GC_ICF,
+                   others: Sequence[Path] = (), position: int = 0) -> list[str]:
+    """The clang + lld command that links ``obj`` (and ``others``: the binary's other objects, a ThinLTO
+    binary's other backends; ``obj`` goes before ``others[position]``) as the binary of ``facts`` into
+    ``out``."""
     if any("," in f for f in lld_flags):
         raise ValueError(f"lld flags must not contain ',': {list(lld_flags)}")
     shared = is_shared(facts)
@@ -51,16 +55,19 @@ def relink_command(obj: Path, out: Path, facts: dict, llvm: int, lld_flags: Sequ
     if not shared:  # the symbols LTO left global are what the link's libraries or other objects refer to
         wl += ["-Wl,--unresolved-symbols=ignore-all", "-Wl,--export-dynamic"]
     # clang++: a C++ binary's link has libstdc++, whose definitions change what lld keeps (libfmt: 261 bytes)
-    return [f"clang++-{llvm}", "-fuse-ld=lld", *kind, os.fspath(obj), "-o", os.fspath(out), *wl]
+    objects = [*others[:position], obj, *others[position:]]
+    return [f"clang++-{llvm}", "-fuse-ld=lld", *kind, *map(os.fspath, objects), "-o", os.fspath(out), *wl]
 
 
-def relinked_text(obj: bytes, facts: dict, *, llvm: int, where: str, lld_flags: Sequence[str] = GC_ICF) -> int:
-    """Bytes of code (``.text`` and ``.text.*``) of the binary ``obj`` links into, as ``facts`` say
-    (see the module docstring). Raises CompileError naming ``where`` when the link fails."""
+def relinked_text(obj: bytes, facts: dict, *, llvm: int, where: str, lld_flags: Sequence[str] = GC_ICF,
+                  others: Sequence[Path] = (), position: int = 0) -> int:
+    """Bytes of code (``.text`` and ``.text.*``) of the binary ``obj`` (with ``others``, object files, as
+    :func:`relink_command` orders them) links into, as ``facts`` say (see the module docstring). Raises
+    CompileError naming ``where`` when the link fails."""
     with tempfile.TemporaryDirectory(prefix="mlopt-relink-") as d:
         path, out = Path(d) / "module.o", Path(d) / "binary"
         path.write_bytes(obj)
-        cmd = relink_command(path, out, facts, llvm, lld_flags)
+        cmd = relink_command(path, out, facts, llvm, lld_flags, others, position)
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except FileNotFoundError:

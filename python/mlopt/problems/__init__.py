@@ -35,6 +35,7 @@ _PACKAGES = {
     "inlining-linkage": "mlopt.problems.inlining_linkage",
     "inlining-linked": "mlopt.problems.inlining_linked",
     "inlining-lto": "mlopt.problems.inlining_lto",
+    "inlining-thinlto": "mlopt.problems.inlining_thinlto",
     "regalloc": "mlopt.problems.regalloc",
     "regalloc-trace": "mlopt.problems.regalloc_trace",
     "regalloc-trace-cycles": "mlopt.problems.regalloc_trace_cycles",

@@ -270,16 +270,21 @@ def _linked_rollout(task: RolloutTask) -> Rollout:
 _FACTS: dict[tuple, dict] = {}  # this worker's link facts of full-LTO modules, by entry_stamp
 
 
-def _lto_facts(entry: CorpusEntry, module) -> dict:
-    """The link facts of a full-LTO corpus module (read once per worker and module version); a module of
-    another kind, or one without facts, raises CorpusError naming it."""
+def _lto_facts(entry: CorpusEntry, module, mode: str = "full") -> dict:
+    """The link facts of an LTO corpus module of ``mode`` (read once per worker and module version); a module
+    of another kind, or one without facts, raises CorpusError naming it."""
     from ..corpus.lto import lto_module_facts
     from ..errors import CorpusError
 
-    if getattr(module, "lto", None) != "full":
-        kind = "a ThinLTO backend module (its object is one of the binary's)" if module.lto == "thin" else \
-            "not from an LTO corpus"
-        raise CorpusError(f"{entry.name}: the lto_binary objective costs full-LTO merged modules; this one is {kind}")
+    if getattr(module, "lto", None) != mode:
+        if mode == "full":
+            kind = "a ThinLTO backend module (its object is one of the binary's: objective thinlto_binary)" \
+                if module.lto == "thin" else "not from an LTO corpus"
+            raise CorpusError(f"{entry.name}: the lto_binary objective costs full-LTO merged modules; this one is "
+                              f"{kind}")
+        kind = "a full-LTO merged module (objective lto_binary)" if module.lto == "full" else "not from an LTO corpus"
+        raise CorpusError(f"{entry.name}: the thinlto_binary objective costs ThinLTO backend modules; this one is "
+                          f"{kind}")
     key = entry_stamp(entry)
     if key not in _FACTS:
         facts = lto_module_facts(entry.bitcode_path)
@@ -300,6 +305,23 @@ def _lto_binary_rollout(task: RolloutTask) -> Rollout:
 
     def cost_of(module, obj: bytes) -> int:
         return relinked_text(obj, _lto_facts(task.entry, module), llvm=module.llvm, where=task.entry.name)
+
+    return _size_rollout(task, cost_of=cost_of)
+
+
+def _thinlto_binary_rollout(task: RolloutTask) -> Rollout:
+    """The inliner's rollout in one ThinLTO backend costed by the binary: cost = the ``.text`` of the
+    module's object linked with the heuristic's objects of the binary's other backends, ``--gc-sections
+    --icf=all`` (problems/inlining_thinlto, rollouts/thinlto_siblings.py)."""
+    from ..compiler.relink import relinked_text
+    from .thinlto_siblings import heuristic_objects, siblings
+
+    def cost_of(module, obj: bytes) -> int:
+        facts = _lto_facts(task.entry, module, "thin")
+        others, position = siblings(task.entry)
+        objects = heuristic_objects(others, module.llvm, lambda e: _module(e, module.llvm))
+        return relinked_text(obj, facts, llvm=module.llvm, where=task.entry.name, others=objects,
+                             position=position)
 
     return _size_rollout(task, cost_of=cost_of)
 
@@ -401,5 +423,6 @@ def _trace_cycles_rollout(task: RolloutTask) -> Rollout:
 
 # Problem.objective -> the rollout that measures it
 _OBJECTIVES = {"text_size": _size_rollout, "linked_share": _linked_rollout, "lto_binary": _lto_binary_rollout,
+               "thinlto_binary": _thinlto_binary_rollout,
                "regalloc_score": _regalloc_rollout,
                "trace_instructions": _trace_rollout, "trace_cycles": _trace_cycles_rollout}

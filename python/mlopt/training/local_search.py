@@ -95,6 +95,7 @@ class ModuleSearch:
     flips: list[dict] = field(default_factory=list)  # accepted moves: position, size, parent's size, costs
     heuristic_text: int = 0  # the heuristic's .text bytes (the trace's)
     start_text: int = 0  # the starting policy's .text bytes
+    budget: int | None = None  # evaluations for this module (None: the config's evaluations_per_module)
 
     @property
     def saved(self) -> float:
@@ -204,8 +205,10 @@ class TrajectorySearch:
 
     def active(self) -> list[ModuleSearch]:
         c = self.config
-        return [m for m in self.modules if m.queue and m.evaluations < c.evaluations_per_module
-                and len(m.flips) < c.max_flips]
+        return [m for m in self.modules if m.queue and m.evaluations < self.budget(m) and len(m.flips) < c.max_flips]
+
+    def budget(self, m: ModuleSearch) -> int:
+        return self.config.evaluations_per_module if m.budget is None else m.budget
 
     def _move_tasks(self, m: ModuleSearch, n: int) -> list[tuple[object, RolloutTask]]:
         """The next ``n`` moves of ``m`` (taken off its queue) and their compiles."""
@@ -227,8 +230,7 @@ class TrajectorySearch:
         start = time.perf_counter()
         tasks, owners = [], []
         for m in self.active():
-            for move, task in self._move_tasks(m, min(self.config.batch,
-                                                      self.config.evaluations_per_module - m.evaluations)):
+            for move, task in self._move_tasks(m, min(self.config.batch, self.budget(m) - m.evaluations)):
                 tasks.append(task)
                 owners.append((m, move))
         results = self._run(tasks)
