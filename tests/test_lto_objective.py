@@ -40,8 +40,8 @@ def lto_corpus(llvm_tools, plugin, tmp_path_factory):
     return build, corpus_entries(root / "corpus"), root
 
 
-def _costs(entries, policy=None, **kw):
-    results = run_rollouts([RolloutTask(e, policy, problem="inlining-lto", **kw) for e in entries], quiet=True)
+def _costs(entries, policy=None, problem="inlining-lto", **kw):
+    results = run_rollouts([RolloutTask(e, policy, problem=problem, **kw) for e in entries], quiet=True)
     assert all(r.ok for r in results), [r.describe() for r in results if not r.ok]
     return {e.name: r.value for e, r in zip(entries, results)}
 
@@ -134,3 +134,62 @@ def test_relink_follows_the_link_facts(tmp_path):
     assert exe[2] == "-no-pie" and "-Wl,--unresolved-symbols=ignore-all" in exe and "-Wl,--icf=all" in exe
     assert relink_command(o, out, {"shared": False, "reloc_model": "pic"}, 19, ())[2:] == \
         ["-pie", str(o), "-o", str(out), "-Wl,--unresolved-symbols=ignore-all", "-Wl,--export-dynamic"]
+
+
+@pytest.fixture(scope="module")
+def thin_corpus(llvm_tools, plugin, tmp_path_factory):
+    """The example project with ThinLTO: its corpus and the heuristic's lld objects (--save-temps=prelink)."""
+    root = tmp_path_factory.mktemp("thinlto-objective")
+    build = lto_build(root / "build", "thin", llvm_tools["major"])
+    build.link(root / "saved", *lld_flags(llvm=llvm_tools["major"], save_lto_modules=root / "modules"),
+               "--save-temps=prelink")
+    extract_lto_corpus(root / "modules", root / "corpus")
+    return build, corpus_entries(root / "corpus")
+
+
+def _lld_link(objects, facts, major, out) -> int:
+    import subprocess
+
+    from mlopt.compiler.relink import relink_command
+
+    cmd = relink_command(objects[0], out, facts, major, GC_ICF, objects[1:])
+    subprocess.run(cmd, check=True, capture_output=True)
+    return _text(out)
+
+
+@pytest.mark.llvm
+def test_a_thinlto_backends_rollout_costs_its_binary_linked_from_llds_objects(thin_corpus, llvm_tools, tmp_path):
+    """Problem inlining-thinlto: a backend module's cost, for the heuristic and for a random policy, is the
+    .text of lld's own objects linked with gc-sections + ICF: that module's from lld's link with the policy,
+    the binary's other backends' from the heuristic's link (the order the objective links them in)."""
+    from mlopt.corpus.lto import lto_module_facts, native_object_of
+    from mlopt.problems.inlining_default.prior import with_default_prior
+    from mlopt.problems.inlining_linkage.rule import with_linkage_input
+    from mlopt.rollouts.thinlto_siblings import siblings
+    from tests.test_plugin_lto import _random_mlp
+
+    build, entries = thin_corpus
+    major = llvm_tools["major"]
+    policy = with_linkage_input(with_default_prior(_random_mlp(build, major, tmp_path), margin=1e-3))
+    model = policy.export(tmp_path / "random")
+    with_policy = build.copy(tmp_path / "p")  # lld writes its objects beside the inputs: a copy of them
+    with_policy.link(tmp_path / "p" / "out", *lld_flags(model=model, llvm=major), "--save-temps=prelink",
+                     only=("libgeom.so", "cksum"))
+    mine = [e for e in entries if e.name.split(".thinlto/")[0] in ("libgeom.so", "cksum")]
+    assert len(mine) == 4 + 2 + 1 + 2
+    changed = 0
+    for policy_path in (None, str(model)):
+        costs = _costs(mine, policy_path, problem="inlining-thinlto", cache=False)
+        for e in mine:
+            others, position = siblings(e)
+            lld = [native_object_of(lto_module_facts(o.bitcode_path)) for o in others]
+            own = native_object_of(lto_module_facts(e.bitcode_path))
+            if policy_path is not None:
+                changed += (tmp_path / "p" / "obj" / own.name).read_bytes() != own.read_bytes()
+                own = tmp_path / "p" / "obj" / own.name
+            expected = _lld_link([*lld[:position], own, *lld[position:]], lto_module_facts(e.bitcode_path), major,
+                                 tmp_path / "binary")
+            assert costs[e.name].cost == expected, (e.name, policy_path)
+        if policy_path is None:  # one binary, one cost, whichever of its modules is costed
+            assert len({costs[e.name].cost for e in mine if e.name.startswith("libgeom.so")}) == 1
+    assert changed  # the policy changed some backend's code
