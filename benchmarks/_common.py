@@ -130,3 +130,17 @@ def print_ratios(best: dict[str, np.ndarray], baselines: tuple[str, ...]) -> Non
     for name in best:
         r = best[name] / best["stock"]
         print(f"  {name:<16}{np.median(r):.3f} / {r.max():.3f}")
+
+
+def write_report(report: dict, out: Path, record: str | None = None) -> None:
+    """``report`` stamped with the checkout's commit and today's date, written to ``out`` and, with
+    ``record`` (a file name), to benchmarks/results/ as the recorded result the results page renders."""
+    import json
+
+    root = Path(__file__).resolve().parent.parent
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    text = json.dumps({**report, "commit": commit, "date": time.strftime("%Y-%m-%d")}, indent=1, default=str) + "\n"
+    out.write_text(text)
+    if record:
+        (root / "benchmarks" / "results" / record).write_text(text)

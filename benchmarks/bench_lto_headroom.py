@@ -32,14 +32,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from _common import LARGE_VALIDATION  # noqa: E402
+from _common import LARGE_VALIDATION, write_report  # noqa: E402
 
 CURVE = (16, 48, 128)
 
@@ -341,14 +340,9 @@ def main() -> int:
               "growth": growth,
               "searches": {k: {**v, "modules": {m: {f: x for f, x in b.items() if f != "decisions"}
                                                 for m, b in v["modules"].items()}} for k, v in runs.items()},
-              "table": table, "decision": rule,
-              "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                       text=True).stdout.strip(),
-              "date": time.strftime("%Y-%m-%d")}
-    (args.out / "headroom.json").write_text(json.dumps(report, indent=1) + "\n")
-    if args.record:
-        path = ROOT / "benchmarks" / "results" / f"lto-headroom-debian-llvm{args.llvm}.json"
-        path.write_text(json.dumps(report, indent=1) + "\n")
+              "table": table, "decision": rule}
+    record = f"lto-headroom-debian-llvm{args.llvm}.json" if args.record else None
+    write_report(report, args.out / "headroom.json", record)
     return 0
 
 

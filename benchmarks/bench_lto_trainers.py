@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import LARGE_TEST, LARGE_VALIDATION  # noqa: E402
+from _common import LARGE_TEST, LARGE_VALIDATION, write_report  # noqa: E402
 from bench_lto_headroom import debian_inputs, delta, quick_inputs  # noqa: E402
 
 PROBLEM = "inlining-lto"
@@ -255,14 +254,9 @@ def main() -> int:
               "train_binaries": len(train), "validation_binaries": len(val), "test_binaries": len(names),
               "excluded": args.exclude, "languages": {m: language[m] for m in names},
               "heuristic": {m: heuristic[m] for m in names}, "other_code": other,
-              "trainers": results, "table": table,
-              "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                       text=True).stdout.strip(),
-              "date": time.strftime("%Y-%m-%d")}
-    (args.out / "trainers.json").write_text(json.dumps(report, indent=1) + "\n")
-    if args.record:
-        path = ROOT / "benchmarks" / "results" / f"lto-trainers-debian-llvm{args.llvm}.json"
-        path.write_text(json.dumps(report, indent=1) + "\n")
+              "trainers": results, "table": table}
+    record = f"lto-trainers-debian-llvm{args.llvm}.json" if args.record else None
+    write_report(report, args.out / "trainers.json", record)
     return 0
 
 

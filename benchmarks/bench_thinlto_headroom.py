@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import LARGE_VALIDATION  # noqa: E402
+from _common import LARGE_VALIDATION, write_report  # noqa: E402
 from bench_lto_headroom import combine_corpora, delta  # noqa: E402
 
 PROBLEM = "inlining-thinlto"
@@ -242,14 +242,9 @@ def main() -> int:
               "binaries": {b: {"language": language[b], "stock_thin": stock_text[b], "heuristic": heuristic[b],
                                "best": best[b], "summed": summed[b], "other_code": other[b],
                                "modules": len(by_binary[b]), "compiles": compiles[b]} for b in binaries},
-              "table": {"callee": row}, "decision": rule,
-              "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                       text=True).stdout.strip(),
-              "date": time.strftime("%Y-%m-%d")}
-    (args.out / "headroom.json").write_text(json.dumps(report, indent=1) + "\n")
-    if args.record:
-        path = ROOT / "benchmarks" / "results" / f"thinlto-headroom-debian-llvm{args.llvm}.json"
-        path.write_text(json.dumps(report, indent=1) + "\n")
+              "table": {"callee": row}, "decision": rule}
+    record = f"thinlto-headroom-debian-llvm{args.llvm}.json" if args.record else None
+    write_report(report, args.out / "headroom.json", record)
     return 0
 
 

@@ -21,7 +21,6 @@ the share of that saving the old decisions keep.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -31,6 +30,9 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import write_report  # noqa: E402
+
 CACHE = Path(os.environ.get("MLOPT_TEST_CACHE", Path.home() / ".cache" / "mlopt-tests"))
 
 # pair: (PyPI project, old release, new release, library sources, include dirs, {tool: its own sources})
@@ -167,14 +169,9 @@ def main() -> int:
               "corpus": "C libraries bundled by PyPI sdists, two releases each",
               "metric": "the binaries' .text, full LTO + --gc-sections --icf=all",
               "baseline": "the same release built without decisions (stock clang + lld)",
-              "evaluations_per_binary": args.evaluations, "pairs": rows,
-              "commit": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                       text=True).stdout.strip(),
-              "date": time.strftime("%Y-%m-%d")}
-    (args.out / "tune-versions.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
-    if args.record:
-        path = ROOT / "benchmarks" / "results" / f"tune-versions-llvm{args.llvm}.json"
-        path.write_text(json.dumps(report, indent=1, default=str) + "\n")
+              "evaluations_per_binary": args.evaluations, "pairs": rows}
+    record = f"tune-versions-llvm{args.llvm}.json" if args.record else None
+    write_report(report, args.out / "tune-versions.json", record)
     return 0 if all(r["rebuild_exact"] for r in rows.values()) else 1
 
 
