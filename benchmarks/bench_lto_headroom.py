@@ -66,6 +66,24 @@ def combine_corpora(corpora: list[Path], out: Path, lto: str = "full") -> Path:
     return out
 
 
+def package_inputs(args, lto: str) -> tuple[list[str], dict, Path, dict[str, str]]:
+    """The packages (``--packages``, default the validation split), their stock record's binaries, their
+    ``lto`` corpora combined under ``--out`` and each module's language; SystemExit naming what is missing."""
+    stock = json.loads(args.stock.read_text())
+    recorded = {p["package"]: p["binaries"] for p in stock["packages"]}
+    names = args.packages.split(",") if args.packages else LARGE_VALIDATION
+    missing = [n for n in names if not (args.corpora / n / "corpus_description.json").exists()]
+    if missing:
+        raise SystemExit(f"no {lto}-LTO corpus of {', '.join(missing)} in {args.corpora}: build them with "
+                         f"python3 benchmarks/bench_lto_conformance.py --llvm {args.llvm} --out {args.corpora.parent}")
+    unmeasured = [n for n in names if n not in recorded]
+    if unmeasured:
+        raise SystemExit(f"{args.stock} has no stock sizes of {', '.join(unmeasured)}: run "
+                         f"python3 benchmarks/bench_lto_stock.py --llvm {args.llvm} --record --resume")
+    corpus = combine_corpora([args.corpora / n for n in names], args.out / "corpus", lto)
+    return names, recorded, corpus, json.loads((corpus / "languages.json").read_text())
+
+
 def debian_inputs(args) -> tuple[Path, dict[str, int], dict[str, str]]:
     """The combined corpus of the packages' full-LTO corpora, the stock full+gc+icf .text of each shipped
     binary's module (from the stock record) and each module's language."""
@@ -73,19 +91,7 @@ def debian_inputs(args) -> tuple[Path, dict[str, int], dict[str, str]]:
     from mlopt.corpus.lto import lto_module_facts
     from mlopt.corpus.split import package_of
 
-    stock = json.loads(args.stock.read_text())
-    recorded = {p["package"]: p["binaries"] for p in stock["packages"]}
-    names = args.packages.split(",") if args.packages else LARGE_VALIDATION
-    missing = [n for n in names if not (args.corpora / n / "corpus_description.json").exists()]
-    if missing:
-        raise SystemExit(f"no full-LTO corpus of {', '.join(missing)} in {args.corpora}: build them with "
-                         f"python3 benchmarks/bench_lto_conformance.py --llvm {args.llvm} --out {args.corpora.parent}")
-    unmeasured = [n for n in names if n not in recorded]
-    if unmeasured:
-        raise SystemExit(f"{args.stock} has no stock sizes of {', '.join(unmeasured)}: run "
-                         f"python3 benchmarks/bench_lto_stock.py --llvm {args.llvm} --record --resume")
-    corpus = combine_corpora([args.corpora / n for n in names], args.out / "corpus")
-    languages = json.loads((corpus / "languages.json").read_text())
+    names, recorded, corpus, languages = package_inputs(args, "full")
     modules: dict[str, list] = {}
     for e in corpus_entries(corpus):
         modules.setdefault(package_of(e.name), []).append((e.name, lto_module_facts(e.bitcode_path)))

@@ -23,7 +23,6 @@ assembly, goes into the denominator). Only binaries the packages ship count.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -35,8 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _common import LARGE_VALIDATION, write_report  # noqa: E402
-from bench_lto_headroom import combine_corpora, delta  # noqa: E402
+from _common import write_report  # noqa: E402
+from bench_lto_headroom import delta, package_inputs  # noqa: E402
 
 PROBLEM = "inlining-thinlto"
 
@@ -48,15 +47,7 @@ def debian_inputs(args) -> tuple[Path, dict[str, str], dict[str, int], dict[str,
     from mlopt.corpus.lto import lto_module_facts
     from mlopt.corpus.split import package_of
 
-    stock = json.loads(args.stock.read_text())
-    recorded = {p["package"]: p["binaries"] for p in stock["packages"]}
-    names = args.packages.split(",") if args.packages else LARGE_VALIDATION
-    missing = [n for n in names if not (args.corpora / n / "corpus_description.json").exists()]
-    if missing:
-        raise SystemExit(f"no ThinLTO corpus of {', '.join(missing)} in {args.corpora}: build them with "
-                         f"python3 benchmarks/bench_lto_conformance.py --llvm {args.llvm} --out {args.corpora.parent}")
-    corpus = combine_corpora([args.corpora / n for n in names], args.out / "corpus", "thin")
-    languages = json.loads((corpus / "languages.json").read_text())
+    names, recorded, corpus, languages = package_inputs(args, "thin")
     dirs: dict[str, list] = defaultdict(list)
     for e in corpus_entries(corpus):
         dirs[str(Path(e.name).parent)].append((e.name, lto_module_facts(e.bitcode_path) or {}))
