@@ -186,6 +186,48 @@ def growth_table(names, configs: dict, declined: dict, heuristic: dict, other: d
     return rows
 
 
+def callee_linkages(entries, pool) -> dict[str, dict[str, str]]:
+    """Per module, each callee's linkage class at the heuristic's call sites (after internalization:
+    external = exported from the binary, local = internal, linkonce = inline code of a header)."""
+    from mlopt.problems.inlining_linkage import LINKAGE, LINKAGE_CLASSES
+    from mlopt.rollouts import RolloutTask, TraceDataset, run_rollouts
+
+    out = {}
+    results = run_rollouts([RolloutTask(e, None, problem="inlining-lto", log=True, call_sites=True,
+                                        callee_linkage=True, cache=False) for e in entries], pool=pool, quiet=True)
+    for e, r in zip(entries, results):
+        if not r.ok:
+            raise SystemExit(f"{e.name}: {r.describe()}")
+        v = r.value
+        column = TraceDataset.from_logs([v.module], [v.text_size], [v.log_bytes]).columns[LINKAGE].reshape(-1)
+        out[e.name] = {callee: LINKAGE_CLASSES[int(k)] for (_, callee), k in zip(v.call_sites, column) if callee}
+    return out
+
+
+def savings_table(runs: dict, linkage: dict, language: dict, groups: dict) -> list[str]:
+    """Where each search's savings are: bytes its accepted moves saved, by the move (every site declined or
+    every site inlined) and the callee's linkage class, as a share of all it saved, all / C / C++."""
+    rows = ["| search | move | callee linkage | " + " | ".join(groups) + " |", "|---" * (len(groups) + 3) + "|"]
+    for search, run in runs.items():
+        if search != "callee":
+            continue
+        saved: dict[tuple, dict[str, float]] = {}
+        for m, b in run["modules"].items():
+            for f in b["flips"]:
+                key = ("declined everywhere" if f["decision"] == 0 else "inlined everywhere",
+                       linkage.get(m, {}).get(f["callee"], "not at a first-compile site"))
+                for g, ms in groups.items():
+                    if m in ms:
+                        saved.setdefault(key, {}).setdefault(g, 0.0)
+                        saved[key][g] += f["parent_cost"] - f["cost"]
+        totals = {g: sum(v.get(g, 0.0) for v in saved.values()) for g in groups}
+        for key in sorted(saved, key=lambda k: -saved[k].get("all", 0.0)):
+            cells = [f"{100 * saved[key].get(g, 0.0) / totals[g]:.0f}%" if totals[g] else "-" for g in groups]
+            rows.append(f"| {search} | {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
+        rows.append(f"| {search} | total saved | | " + " | ".join(f"{int(totals[g]):,} bytes" for g in groups) + " |")
+    return rows
+
+
 def snapshot(search, curve: dict[int, dict[str, float]]) -> None:
     """Each binary's best cost so far under every budget it has not passed (the curve)."""
     for m in search.modules:
@@ -294,6 +336,7 @@ def main() -> int:
             curves[moves] = curve
             (args.out / f"{moves}.json").write_text(json.dumps({"run": runs[moves], "curve": curve,
                                                                 "heuristic": heuristic}, indent=1) + "\n")
+        linkage = callee_linkages(entries, pool)
     if len(curves) > 1:
         curves["combined"] = {n: {m: min(c[n][m] for c in curves.values() if n in c) for m in names}
                               for n in next(iter(curves.values()))}
@@ -325,6 +368,9 @@ def main() -> int:
     if growth:
         print("\nwhere full LTO's size comes from (the shipped binaries above, .text against -Oz without LTO):")
         print("\n".join(growth))
+    where = savings_table(runs, linkage, language, groups)
+    print("\nwhere the searches' savings are (bytes their accepted moves saved):")
+    print("\n".join(where))
     final = [r for n, r in table.items() if n.endswith(f" x{args.evaluations}")]
     best_all = min(r["all"] for r in final)
     rule = "above the rule: train" if best_all <= -1.5 else "below the rule: train once for the record, then stop"
@@ -343,7 +389,7 @@ def main() -> int:
               "binaries": {m: {"language": language[m], "stock": stock_text[m], "heuristic": heuristic[m],
                                "other_code": other[m], "link_inliner_off": declined[m],
                                "stock_configs": configs.get(m, {})} for m in names},
-              "growth": growth,
+              "growth": growth, "savings": where,
               "searches": {k: {**v, "modules": {m: {f: x for f, x in b.items() if f != "decisions"}
                                                 for m, b in v["modules"].items()}} for k, v in runs.items()},
               "table": table, "decision": rule}

@@ -134,6 +134,10 @@ def render_headroom(r: dict) -> list[str]:
         smaller = sum(v < 0 for v in row["packages"].values())
         lines.append(f"| {search} | {n} | **{_signed(row['all'])}** | {_signed(row['c'])} | {_signed(row['c++'])} | "
                      f"{smaller} of {len(row['packages'])} |")
+    if r.get("savings"):
+        lines += ["", "Where the savings are: the bytes the search's accepted moves saved, by move and by the "
+                      "callee's linkage after internalization (external: exported from the binary):", "",
+                  *r["savings"]]
     if r.get("growth"):
         lines += ["", "Where full LTO's size comes from, against `-Oz` without LTO (the same binaries):", "",
                   *r["growth"]]
