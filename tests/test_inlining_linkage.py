@@ -290,3 +290,24 @@ def test_the_cli_traces_and_trains_on_the_linkage(mini_corpus, tmp_path, capsys,
     assert policy.problem.name == "inlining-linkage"
     module = mlopt.load_corpus(mini_corpus)[0]
     assert "callee_linkage" in mlopt.compile(module, policy).log.feature_names
+
+
+
+def test_the_rule_everywhere_declines_every_site_of_the_class(module, mini_default_sites):
+    """with_linkage_rule(everywhere=True): "no" at every site whose callee is of class k, also where the
+    heuristic says "yes"; without it such a site keeps the policy's "yes". The module's sites, their logged
+    inputs with the heuristic's decision set to "yes" everywhere, decided by the numpy policies and, for
+    the module as compiled, by the engine."""
+    from mlopt.problems.inlining_linkage.rule import with_linkage_rule
+
+    _, _, vocab = mini_default_sites
+    logged = mlopt.compile(module, call_sites=True, log_callee_linkage=True)
+    batch = {s.name: logged.log[s.name].copy() for s in PROBLEM.features}
+    batch["inlining_default"][:] = 1
+    classes = np.array([CALLEES[c][1] for _, c in logged.call_sites])
+    for k in range(4):
+        everywhere = with_linkage_rule(_always_inline(vocab), k, 100.0, everywhere=True)
+        assert np.array_equal(everywhere.decide(batch), (classes != k).astype(int)), k
+        assert (with_linkage_rule(_always_inline(vocab), k, 100.0).decide(batch) == 1).all(), k
+        r = mlopt.compile(module, everywhere, call_sites=True)
+        assert np.array_equal(r.decisions, [int(CALLEES[c][1] != k) for _, c in r.call_sites]), k

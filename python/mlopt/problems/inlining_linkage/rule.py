@@ -8,7 +8,8 @@ tests' proof that the plugin and the engine feed it):
     logit_yes - logit_no = policy(x) - vote * [callee_linkage == k and inlining_default == 0]
 
 so the sites of callees of linkage class ``k`` that the heuristic declines
-stay declined unless the policy's own margin for them exceeds ``vote``.
+stay declined unless the policy's own margin for them exceeds ``vote``
+(``everywhere``: every site of such a callee, the last factor dropped).
 The rule is exact on the bucket positions the vocabulary gives the two
 inputs (they take a few discrete values): three units of the first hidden
 layer make a triangle around class ``k``'s position, one more is 1 where
@@ -49,8 +50,10 @@ def with_linkage_input(policy) -> LinkageInformedPolicy:
     return LinkageInformedPolicy(linkage_vocab(policy.vocab), [(first, b), *rest])
 
 
-def with_linkage_rule(policy, linkage: int | str, vote: float) -> LinkageInformedPolicy:
-    """``policy`` (``inlining-default``, two hidden layers) with the rule of the module docstring."""
+def with_linkage_rule(policy, linkage: int | str, vote: float, everywhere: bool = False) -> LinkageInformedPolicy:
+    """``policy`` (``inlining-default``, two hidden layers) with the rule of the module docstring;
+    ``everywhere``: at every site of a class-``k`` callee, whatever the heuristic says (the second layer's
+    unit is the triangle alone)."""
     k = LINKAGE_CLASSES.index(linkage) if linkage in LINKAGE_CLASSES else linkage
     if isinstance(k, str) or not 0 <= int(k) < len(LINKAGE_CLASSES):
         raise ValueError(f"linkage class {linkage!r} is not one of {', '.join(LINKAGE_CLASSES)}")
@@ -78,8 +81,8 @@ def with_linkage_rule(policy, linkage: int | str, vote: float) -> LinkageInforme
     h1, h2 = w2.shape[1], w2.shape[0]
     grown2 = np.zeros((h2 + 1, h1 + 4), np.float32)
     grown2[:h2, :h1] = w2
-    grown2[h2, h1:] = (1.0, -2.0, 1.0, 1.0)
-    b2 = np.append(b2, -1.0).astype(np.float32)
+    grown2[h2, h1:] = (1.0, -2.0, 1.0, 0.0 if everywhere else 1.0)
+    b2 = np.append(b2, 0.0 if everywhere else -1.0).astype(np.float32)
     grown3 = np.zeros((w3.shape[0], h2 + 1), np.float32)
     grown3[:, :h2] = w3
     grown3[1, h2] = -vote  # less "yes"
