@@ -86,3 +86,21 @@ def test_tune_refuses_a_corpus_that_is_not_full_lto(tmp_path, mini_corpus):
                        capture_output=True, text=True)
     assert r.returncode == 1 and "not a full-LTO module with link facts" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_check_warns_when_the_decisions_make_a_binary_larger(llvm_tools, tmp_path):
+    """--check on a build where a decision no longer pays (the synthetic module's switch helper declined:
+    the enumerated optimum inlines it): the table shows the growth and a warning says to tune again."""
+    from tests.support import merged
+
+    corpus = merged.build(tmp_path / "syn", llvm_tools["major"])
+    (tmp_path / "tuned").mkdir()
+    (tmp_path / "tuned" / "libsyn.so.lto.txt").write_text("# a stale decision\n0 h1\n")
+    r = subprocess.run([sys.executable, "-m", "mlopt", "tune", str(corpus), "--check", "tuned", "--json"],
+                       cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    b = json.loads(r.stdout)["binaries"]["libsyn.so.lto"]
+    assert b["decisions"] == b["apply"] == 1 and b["with"] > b["without"]
+    r = subprocess.run([sys.executable, "-m", "mlopt", "tune", str(corpus), "--check", "tuned"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "the decisions make 1 binary larger on this build (libsyn.so.lto)" in r.stderr

@@ -20,6 +20,11 @@ def cmd_tune(args) -> int:
         if args.check:
             report = check_tuned(args.corpus, args.check, pool=pool)
             print(json.dumps(report, indent=2) if args.json else format_checked(report))
+            larger = [m for m, b in report["binaries"].items() if b["with"] > b["without"]]
+            if larger and not args.json:
+                print(f"\nwarning: the decisions make {len(larger)} binar{'y' if len(larger) == 1 else 'ies'} larger "
+                      f"on this build ({', '.join(larger)}): tune it again (mlopt tune {args.corpus} -o "
+                      f"{args.check} --force)", file=sys.stderr)
             return 0
         report = tune_corpus(args.corpus, args.output, evaluations=args.evaluations, pool=pool,
                              workers=args.workers, force=args.force, say=say)
