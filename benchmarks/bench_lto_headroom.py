@@ -141,8 +141,9 @@ def quick_inputs(args) -> tuple[Path, dict[str, int], dict[str, str]]:
     return corpus, stock_text, languages, {}
 
 
-def start_policy(ds, work: Path):
-    """A policy deciding as the heuristic, for problem inlining-lto (see the docstring)."""
+def start_policy(ds, work: Path, problem: str = "inlining-lto"):
+    """A policy deciding as the heuristic, for ``problem`` (inlining-lto or inlining-thinlto; see the
+    docstring)."""
     from mlopt.problems import get, load_weights
     from mlopt.problems.inlining_default.prior import with_default_prior
     from mlopt.problems.inlining_linkage.rule import with_linkage_input
@@ -151,7 +152,7 @@ def start_policy(ds, work: Path):
     bc = train_bc(ds, get("inlining"), epochs=2).policy
     path = work / "start.npz"
     with_linkage_input(with_default_prior(bc, 20.0)).save(path, overwrite=True)
-    return load_weights(path, "inlining-lto")
+    return load_weights(path, problem)
 
 
 def _never_inline(out: Path) -> Path:

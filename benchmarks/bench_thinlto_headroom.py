@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import write_report  # noqa: E402
-from bench_lto_headroom import delta, package_inputs  # noqa: E402
+from bench_lto_headroom import delta, package_inputs, start_policy  # noqa: E402
 
 PROBLEM = "inlining-thinlto"
 
@@ -136,11 +136,7 @@ def main() -> int:
     from mlopt.corpus import corpus_entries
     from mlopt.corpus.lto import lto_module_facts
     from mlopt.corpus.split import package_of
-    from mlopt.problems import get, load_weights
-    from mlopt.problems.inlining_default.prior import with_default_prior
-    from mlopt.problems.inlining_linkage.rule import with_linkage_input
     from mlopt.rollouts import trace_corpus
-    from mlopt.training import train_bc
     from mlopt.training.callee_search import CalleeSearch
     from mlopt.training.local_search import SearchConfig
     from mlopt.training.validation import costs_of
@@ -182,9 +178,7 @@ def main() -> int:
         exact = [b for b in binaries if other[b] == 0]
         say(f"the heuristic's objects linked = the stock ThinLTO binary's .text on {len(exact)} of {len(binaries)}"
             + "".join(f"; {b}: {other[b]:+d} bytes" for b in binaries if other[b]))
-        bc = train_bc(ds, get("inlining"), epochs=2).policy
-        with_linkage_input(with_default_prior(bc, 20.0)).save(args.out / "start.npz", overwrite=True)
-        policy = load_weights(args.out / "start.npz", PROBLEM)
+        policy = start_policy(ds, args.out, PROBLEM)
         config = SearchConfig(evaluations_per_module=args.evaluations, batch=8, max_decisions=20000,
                               max_flips=args.evaluations)
         search = CalleeSearch(policy, ds, entries, config, work=args.out / "work", pool=pool, baseline=per_module)
@@ -198,8 +192,8 @@ def main() -> int:
     forced = {m.entry.name: dict(m.forced) for m in search.modules}
     summed = {b: heuristic[b] - sum(m.saved for m in search.modules if binary_of[m.entry.name] == b)
               for b in binaries}
-    start_policy = load_policy(search.policy_path, PROBLEM)
-    best = {b: linked(by_binary[b], forced, args.llvm, GC_ICF, start_policy) for b in binaries}
+    searched = load_policy(search.policy_path, PROBLEM)
+    best = {b: linked(by_binary[b], forced, args.llvm, GC_ICF, searched) for b in binaries}
     compiles = {b: sum(m.evaluations for m in search.modules if binary_of[m.entry.name] == b) for b in binaries}
     denominator = {b: heuristic[b] + max(other[b], 0) for b in binaries}
     packages = sorted({package_of(b) for b in binaries})
