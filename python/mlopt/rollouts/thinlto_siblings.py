@@ -41,7 +41,20 @@ def siblings(entry: CorpusEntry) -> tuple[list[CorpusEntry], int]:
     return others, position
 
 
+_PATHS: dict[tuple, Path] = {}  # per worker: a module's object path (its key hashes the whole bitcode)
+
+
 def _object_path(entry: CorpusEntry, llvm: int) -> Path:
+    st = entry.bitcode_path.stat()
+    seen = (str(entry.bitcode_path), st.st_mtime_ns, st.st_size, llvm)
+    if seen not in _PATHS:
+        if len(_PATHS) >= 65536:
+            _PATHS.clear()
+        _PATHS[seen] = _key_path(entry, llvm)
+    return _PATHS[seen]
+
+
+def _key_path(entry: CorpusEntry, llvm: int) -> Path:
     from ..corpus.fetch import cache_dir
 
     h = hashlib.sha256(module_key(entry, llvm).encode())
