@@ -38,9 +38,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from _common import LARGE_VALIDATION, write_report  # noqa: E402
+from _common import LARGE_TEST, LARGE_VALIDATION, write_report  # noqa: E402
 
 CURVE = (16, 48, 128)
+SPLITS = {"validation": LARGE_VALIDATION, "test": LARGE_TEST}
 
 
 def combine_corpora(corpora: list[Path], out: Path, lto: str = "full") -> Path:
@@ -66,12 +67,12 @@ def combine_corpora(corpora: list[Path], out: Path, lto: str = "full") -> Path:
     return out
 
 
-def package_inputs(args, lto: str) -> tuple[list[str], dict, Path, dict[str, str]]:
-    """The packages (``--packages``, default the validation split), their stock record's binaries, their
+def package_inputs(args, lto: str, split: str = "validation") -> tuple[list[str], dict, Path, dict[str, str]]:
+    """The packages (``--packages``, default the ``split``'s), their stock record's binaries, their
     ``lto`` corpora combined under ``--out`` and each module's language; SystemExit naming what is missing."""
     stock = json.loads(args.stock.read_text())
     recorded = {p["package"]: p["binaries"] for p in stock["packages"]}
-    names = args.packages.split(",") if args.packages else LARGE_VALIDATION
+    names = args.packages.split(",") if args.packages else SPLITS[split]
     missing = [n for n in names if not (args.corpora / n / "corpus_description.json").exists()]
     if missing:
         raise SystemExit(f"no {lto}-LTO corpus of {', '.join(missing)} in {args.corpora}: build them with "
@@ -91,7 +92,7 @@ def debian_inputs(args) -> tuple[Path, dict[str, int], dict[str, str]]:
     from mlopt.corpus.lto import lto_module_facts
     from mlopt.corpus.split import package_of
 
-    names, recorded, corpus, languages = package_inputs(args, "full")
+    names, recorded, corpus, languages = package_inputs(args, "full", args.split)
     modules: dict[str, list] = {}
     for e in corpus_entries(corpus):
         modules.setdefault(package_of(e.name), []).append((e.name, lto_module_facts(e.bitcode_path)))
@@ -247,7 +248,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpora", type=Path, help="per-package full-LTO corpora (DIR/<package>/), as "
                     "bench_lto_conformance.py --out writes them under full/")
-    ap.add_argument("--packages", help="comma-separated (default: the large corpus's validation packages)")
+    ap.add_argument("--split", choices=sorted(SPLITS), default="validation", help="the large corpus's split whose "
+                    "packages to search: validation (the headroom), test (what `mlopt tune` finds on them)")
+    ap.add_argument("--packages", help="comma-separated (default: the --split's packages)")
     ap.add_argument("--stock", type=Path, help="the stock record (default benchmarks/results/lto-stock-debian-"
                     "llvm<N>.json)")
     ap.add_argument("--llvm", type=int, default=19)
@@ -258,7 +261,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--resume", action="store_true", help="keep the searches an earlier run with the same --out "
                     "finished (--out/<moves>.json)")
-    ap.add_argument("--record", action="store_true", help="write benchmarks/results/lto-headroom-debian-llvm<N>.json")
+    ap.add_argument("--record", action="store_true", help="write benchmarks/results/lto-headroom-debian-llvm<N>.json "
+                    "(--split test: lto-tune-test-debian-llvm<N>.json)")
     ap.add_argument("--quick", action="store_true", help="the example project built with full LTO, the callee "
                     "search, 2 compiles per binary")
     args = ap.parse_args()
@@ -382,7 +386,8 @@ def main() -> int:
               "command": "python3 benchmarks/bench_lto_headroom.py " + " ".join(a for a in sys.argv[1:]
                                                                                 if a != "--resume"),
               "problem": "inlining-lto: the oracle's headroom (searches on the packages themselves)",
-              "corpus": "the example project" if args.quick else "Debian 12: the large corpus's validation packages",
+              "corpus": "the example project" if args.quick else f"Debian 12: the large corpus's {args.split} packages",
+              "split": args.split,
               "metric": "the shipped binaries' .text linked by lld with --gc-sections --icf=all (code outside the "
                         "LTO module counted in the denominator)",
               "baseline": "stock full LTO + gc-sections + ICF (the heuristic's compile relinked)",
@@ -394,7 +399,8 @@ def main() -> int:
               "searches": {k: {**v, "modules": {m: {f: x for f, x in b.items() if f != "decisions"}
                                                 for m, b in v["modules"].items()}} for k, v in runs.items()},
               "table": table, "decision": rule}
-    record = f"lto-headroom-debian-llvm{args.llvm}.json" if args.record else None
+    kind = "headroom" if args.split == "validation" else f"tune-{args.split}"
+    record = f"lto-{kind}-debian-llvm{args.llvm}.json" if args.record else None
     write_report(report, args.out / "headroom.json", record)
     return 0
 

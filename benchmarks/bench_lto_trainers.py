@@ -23,12 +23,17 @@ decisions imitated with each flip weight, the weight chosen on validation;
 once). Figures: the test binaries' ``.text`` against the heuristic's
 relinked (code outside the LTO module, assembly, in the denominator), all /
 C / C++ / per package, the worst package, and the ratio policy / stock.
+With ``--thin-corpora`` (the test packages' ThinLTO corpora) every trained
+policy is judged under ThinLTO too, against stock ThinLTO + gc-sections +
+ICF: each test binary's backend modules compiled by the policy and linked
+whole (:mod:`mlopt.rollouts.thinlto_binary`), nothing trained again.
 
     MLOPT_LLVM=19 mlopt corpus debian bzip2 zopfli libsodium xxhash libb2 libyaml yaml-cpp libjsoncpp tinyxml2 \
         mujs jimtcl c-ares libevent libogg libvorbis opus soundtouch glpk utf8proc uchardet gflags re2 libonig \
         dash less --lto full -o /tmp/lto-train                     # the training packages (none in the large
                                                                    # corpus's validation or test splits)
-    python3 benchmarks/bench_lto_trainers.py --train /tmp/lto-train --corpora /tmp/lto-corpora/full --record
+    python3 benchmarks/bench_lto_trainers.py --train /tmp/lto-train --corpora /tmp/lto-corpora/full \
+        --thin-corpora /tmp/lto-corpora/thin --record
     python3 benchmarks/bench_lto_trainers.py --quick --out /tmp/lt   # the example project, one compile per move
 """
 
@@ -47,6 +52,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import LARGE_TEST, LARGE_VALIDATION, write_report  # noqa: E402
 from bench_lto_headroom import debian_inputs, delta, quick_inputs  # noqa: E402
+from bench_thinlto_headroom import debian_inputs as thin_inputs  # noqa: E402
+from bench_thinlto_headroom import quick_inputs as thin_quick_inputs  # noqa: E402
 
 PROBLEM = "inlining-lto"
 
@@ -80,10 +87,78 @@ def split(args, packages: list[str], out: Path):
     return [e for e in corpus_entries(corpus, args.exclude) if e.name in stock], stock, language
 
 
+def thin_split(args) -> tuple[dict[str, list], dict[str, int], dict[str, str]]:
+    """The test packages' shipped ThinLTO binaries: each one's backend modules, its stock ThinLTO .text (no
+    gc-sections or ICF) and language."""
+    from mlopt.corpus import corpus_entries
+
+    ns = argparse.Namespace(**{**vars(args), "corpora": args.thin_corpora, "packages": ",".join(LARGE_TEST),
+                               "out": args.out / "thin-test"})
+    corpus, binary_of, stock, language = thin_quick_inputs(ns) if args.quick else thin_inputs(ns)
+    binaries: dict[str, list] = {}
+    for e in corpus_entries(corpus, args.exclude):
+        if e.name in binary_of:
+            binaries.setdefault(binary_of[e.name], []).append(e)
+    return binaries, stock, language
+
+
+def judge_thin(args, names: list[str], pool, say) -> dict:
+    """Each trainer's policy (``--out/policies/<name>``) and the heuristic under ThinLTO on the test binaries:
+    their .text linked with gc-sections + ICF (the heuristic's also without, checked against the stock record);
+    kept per trainer in ``--out/thin-<name>.json`` (``--resume``)."""
+    from mlopt.compiler.relink import GC_ICF
+    from mlopt.corpus.split import package_of
+    from mlopt.rollouts.thinlto_binary import ThinLtoBinary, thinlto_binary_text
+
+    binaries, stock, language = thin_split(args)
+    order = sorted(binaries)
+    largest_first = sorted(range(len(order)), key=lambda i: -len(binaries[order[i]]))
+
+    def texts(name: str, policy: str | None, flags) -> dict[str, int]:
+        done = args.out / f"thin-{name}.json"
+        if args.resume and done.exists():
+            kept = json.loads(done.read_text())
+            if sorted(kept) == order:
+                return kept
+        t = time.perf_counter()
+        items = [ThinLtoBinary(binaries[b], policy, args.llvm, flags) for b in order]
+        results = pool.map(thinlto_binary_text, items, order=largest_first)
+        bad = [(b, r) for b, r in zip(order, results) if not r.ok]
+        if bad:
+            raise SystemExit(f"{bad[0][0]}: ThinLTO with {name} {bad[0][1].describe()}")
+        sizes = dict(zip(order, (r.value for r in results)))
+        done.write_text(json.dumps(sizes, indent=1) + "\n")
+        say(f"ThinLTO {name}: {sum(sizes.values()):,} bytes ({time.perf_counter() - t:.0f} s)")
+        return sizes
+
+    plain = texts("heuristic-plain", None, ())
+    heuristic = texts("heuristic", None, GC_ICF)
+    other = {b: int(stock[b] - plain[b]) for b in order}  # code outside the backends (assembly)
+    denominator = {b: heuristic[b] + max(other[b], 0) for b in order}
+    packages = sorted({package_of(b) for b in order})
+    groups = {"all": order, "c": [b for b in order if language[b] == "c"],
+              "c++": [b for b in order if language[b] == "c++"]}
+    table = {}
+    for name in names:
+        policy = args.out / "policies" / name
+        if not policy.exists():
+            raise SystemExit(f"{policy}: no policy of trainer {name} (run without --resume)")
+        sizes = texts(name, str(policy), GC_ICF)
+        per = {p: delta(sizes, heuristic, denominator, [b for b in order if package_of(b) == p]) for p in packages}
+        table[name] = {**{g: delta(sizes, heuristic, denominator, bs) for g, bs in groups.items()},
+                       "ratio": sum(sizes[b] + max(other[b], 0) for b in order) / sum(denominator.values()),
+                       "packages": per, "worst_package": max(per.items(), key=lambda kv: kv[1])}
+    return {"binaries": len(order), "modules": sum(len(v) for v in binaries.values()),
+            "exact_binaries": sum(other[b] == 0 for b in order), "heuristic": heuristic, "other_code": other,
+            "languages": {b: language[b] for b in order}, "table": table}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--train", type=Path, help="a full-LTO corpus of the training packages")
     ap.add_argument("--corpora", type=Path, help="per-package full-LTO corpora of the validation and test packages")
+    ap.add_argument("--thin-corpora", type=Path, help="per-package ThinLTO corpora of the test packages: judge the "
+                    "trained policies under ThinLTO too")
     ap.add_argument("--stock", type=Path, help="the stock record (default benchmarks/results/lto-stock-debian-"
                     "llvm<N>.json)")
     ap.add_argument("--llvm", type=int, default=19)
@@ -232,6 +307,7 @@ def main() -> int:
             compiles = report["evaluations"] + len(train) + len(report["validation"]) * len(val)
             judge("search", policy, time.perf_counter() - t, compiles,
                   {"searched_train_percent": report["searched_delta_percent"], "chosen": report["chosen"]})
+        thin = judge_thin(args, list(results), pool, say) if args.thin_corpora or args.quick else None
 
     names = [e.name for e in test]
     packages = sorted({package_of(m) for m in names})
@@ -256,6 +332,16 @@ def main() -> int:
         w = r["worst_package"]
         print(f"| {name} | **{r['all']:+.3f}%** | {r['c']:+.3f}% | {r['c++']:+.3f}% | {r['ratio']:.4f} | "
               f"{w[0]} {w[1]:+.2f}% | {r['validation']:+.3f}% | {r['seconds'] / 60:.1f} | {r['compiles']} |")
+    if thin:
+        print(f"\nthe same policies under ThinLTO: {thin['binaries']} test binaries, {thin['modules']} backend modules "
+              f"(the heuristic's objects linked are the stock binary on {thin['exact_binaries']}), against stock "
+              f"ThinLTO + gc-sections + ICF")
+        print("| trainer | ThinLTO test all | C | C++ | ratio to stock | worst package |")
+        print("|---|---|---|---|---|---|")
+        for name, r in thin["table"].items():
+            w = r["worst_package"]
+            print(f"| {name} | **{r['all']:+.3f}%** | {r['c']:+.3f}% | {r['c++']:+.3f}% | {r['ratio']:.4f} | "
+                  f"{w[0]} {w[1]:+.2f}% |")
     report = {"benchmark": "benchmarks/bench_lto_trainers.py", "llvm": args.llvm, "llvm_version": version,
               "command": "python3 benchmarks/bench_lto_trainers.py " + " ".join(a for a in sys.argv[1:]
                                                                                 if a != "--resume"),
@@ -269,7 +355,7 @@ def main() -> int:
               "train_binaries": len(train), "validation_binaries": len(val), "test_binaries": len(names),
               "excluded": args.exclude, "languages": {m: language[m] for m in names},
               "heuristic": {m: heuristic[m] for m in names}, "other_code": other,
-              "trainers": results, "table": table}
+              "trainers": results, "table": table, "thin": thin}
     record = f"lto-trainers-debian-llvm{args.llvm}.json" if args.record else None
     write_report(report, args.out / "trainers.json", record)
     return 0

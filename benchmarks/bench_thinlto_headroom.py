@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -92,28 +90,6 @@ def quick_inputs(args) -> tuple[Path, dict[str, str], dict[str, int], dict[str, 
     return corpus, binary_of, stock, language
 
 
-def linked(binary_entries, forced: dict[str, dict[str, int]], llvm: int, lld_flags, policy=None) -> int:
-    """The .text of the binary whose modules ``policy`` compiles (None: the heuristic) with their forced
-    callees, all linked."""
-    import mlopt
-    from mlopt.compiler.relink import relink_command
-    from mlopt.corpus.elf import read_sections, text_bytes
-    from mlopt.corpus.lto import lto_module_facts
-
-    entries = sorted(binary_entries, key=lambda e: e.bitcode_path.name)
-    with tempfile.TemporaryDirectory(prefix="mlopt-thin-") as d:
-        paths = []
-        for i, e in enumerate(entries):
-            r = mlopt.compile(e.load(llvm), policy, keep_object=True, forced_callees=forced.get(e.name, {}),
-                              log=policy is not None, log_callee_linkage=policy is not None)
-            paths.append(Path(d) / f"{i}.o")
-            paths[-1].write_bytes(r.object)
-        out = Path(d) / "binary"
-        cmd = relink_command(paths[0], out, lto_module_facts(entries[0].bitcode_path), llvm, lld_flags, paths[1:])
-        subprocess.run(cmd, check=True, capture_output=True)
-        return text_bytes(read_sections(out))
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpora", type=Path, help="per-package ThinLTO corpora (DIR/<package>/), as "
@@ -137,6 +113,7 @@ def main() -> int:
     from mlopt.corpus.lto import lto_module_facts
     from mlopt.corpus.split import package_of
     from mlopt.rollouts import trace_corpus
+    from mlopt.rollouts.thinlto_binary import ThinLtoBinary, thinlto_binary_text
     from mlopt.training.callee_search import CalleeSearch
     from mlopt.training.local_search import SearchConfig
     from mlopt.training.validation import costs_of
@@ -173,7 +150,7 @@ def main() -> int:
             if len(costs) != 1:
                 raise SystemExit(f"{b}: its modules' heuristic links differ ({sorted(costs)}): not one binary")
             heuristic[b] = costs.pop()
-        plain = {b: linked(by_binary[b], {}, args.llvm, ()) for b in binaries}
+        plain = {b: thinlto_binary_text(ThinLtoBinary(by_binary[b], llvm=args.llvm)) for b in binaries}
         other = {b: int(stock_text[b] - plain[b]) for b in binaries}  # code outside the backends (assembly)
         exact = [b for b in binaries if other[b] == 0]
         say(f"the heuristic's objects linked = the stock ThinLTO binary's .text on {len(exact)} of {len(binaries)}"
@@ -193,7 +170,8 @@ def main() -> int:
     summed = {b: heuristic[b] - sum(m.saved for m in search.modules if binary_of[m.entry.name] == b)
               for b in binaries}
     searched = load_policy(search.policy_path, PROBLEM)
-    best = {b: linked(by_binary[b], forced, args.llvm, GC_ICF, searched) for b in binaries}
+    best = {b: thinlto_binary_text(ThinLtoBinary(by_binary[b], llvm=args.llvm, lld_flags=GC_ICF, forced=forced),
+                                  searched) for b in binaries}
     compiles = {b: sum(m.evaluations for m in search.modules if binary_of[m.entry.name] == b) for b in binaries}
     denominator = {b: heuristic[b] + max(other[b], 0) for b in binaries}
     packages = sorted({package_of(b) for b in binaries})

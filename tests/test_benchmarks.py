@@ -48,7 +48,7 @@ QUICK = {
     "bench_lto_conformance.py": ("thin: 13 of 13 modules' .text exact", True, (llvm, network, slow, needs_apt)),
     "bench_lto_link.py": ("so-mlopt", False, (llvm, slow)),
     "bench_lto_headroom.py": ("the heuristic relinked is the stock binary on 3 of 3", True, (llvm, slow)),
-    "bench_lto_trainers.py": ("| search |", True, (llvm, slow)),
+    "bench_lto_trainers.py": ("| trainer | ThinLTO test all |", True, (llvm, slow)),
     "bench_thinlto_headroom.py": ("the heuristic's objects linked are the stock binary on", True, (llvm, slow)),
     "bench_tune_versions.py": ("| lz4 3.1.3 -> 4.3.3 |", True, (llvm, network, slow)),
     "bench_lto_rollouts.py": ("rollout costs equal to the naive links' .text: 2 of 2", True, (llvm, network, slow)),

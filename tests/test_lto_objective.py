@@ -161,7 +161,9 @@ def _lld_link(objects, facts, major, out) -> int:
 def test_a_thinlto_backends_rollout_costs_its_binary_linked_from_llds_objects(thin_corpus, llvm_tools, tmp_path):
     """Problem inlining-thinlto: a backend module's cost, for the heuristic and for a random policy, is the
     .text of lld's own objects linked with gc-sections + ICF: that module's from lld's link with the policy,
-    the binary's other backends' from the heuristic's link (the order the objective links them in)."""
+    the binary's other backends' from the heuristic's link (the order the objective links them in). And a
+    binary judged whole (every backend compiled by the policy, :mod:`mlopt.rollouts.thinlto_binary`) is
+    lld's objects of that policy's link, linked."""
     from mlopt.corpus.lto import lto_module_facts, native_object_of
     from mlopt.problems.inlining_default.prior import with_default_prior
     from mlopt.problems.inlining_linkage.rule import with_linkage_input
@@ -193,3 +195,15 @@ def test_a_thinlto_backends_rollout_costs_its_binary_linked_from_llds_objects(th
         if policy_path is None:  # one binary, one cost, whichever of its modules is costed
             assert len({costs[e.name].cost for e in mine if e.name.startswith("libgeom.so")}) == 1
     assert changed  # the policy changed some backend's code
+    # the judge under ThinLTO: every backend compiled by the policy and linked = lld's own link with the plugin
+    from mlopt.rollouts.thinlto_binary import ThinLtoBinary, thinlto_binary_text
+
+    for binary in ("libgeom.so", "cksum"):
+        backends = sorted((e for e in mine if e.name.startswith(binary + ".thinlto/")), key=lambda e: e.name)
+        for policy_path, objects in ((None, None), (str(model), tmp_path / "p" / "obj")):
+            own = [native_object_of(lto_module_facts(e.bitcode_path)) for e in backends]
+            if objects is not None:
+                own = [objects / o.name for o in own]
+            expected = _lld_link(own, lto_module_facts(backends[0].bitcode_path), major, tmp_path / "whole")
+            judged = ThinLtoBinary(backends, policy_path, major, GC_ICF)
+            assert thinlto_binary_text(judged) == expected, (binary, policy_path)
