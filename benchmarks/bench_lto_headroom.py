@@ -85,14 +85,14 @@ def package_inputs(args, lto: str, split: str = "validation") -> tuple[list[str]
     return names, recorded, corpus, json.loads((corpus / "languages.json").read_text())
 
 
-def debian_inputs(args) -> tuple[Path, dict[str, int], dict[str, str]]:
+def debian_inputs(args, split: str = "validation") -> tuple[Path, dict[str, int], dict[str, str]]:
     """The combined corpus of the packages' full-LTO corpora, the stock full+gc+icf .text of each shipped
     binary's module (from the stock record) and each module's language."""
     from mlopt.corpus import corpus_entries
     from mlopt.corpus.lto import lto_module_facts
     from mlopt.corpus.split import package_of
 
-    names, recorded, corpus, languages = package_inputs(args, "full", args.split)
+    names, recorded, corpus, languages = package_inputs(args, "full", split)
     modules: dict[str, list] = {}
     for e in corpus_entries(corpus):
         modules.setdefault(package_of(e.name), []).append((e.name, lto_module_facts(e.bitcode_path)))
@@ -285,7 +285,7 @@ def main() -> int:
         if args.corpora is None:
             ap.error("give --corpora DIR, or --quick")
         args.stock = args.stock or ROOT / "benchmarks" / "results" / f"lto-stock-debian-llvm{args.llvm}.json"
-        corpus, stock_text, language, configs = debian_inputs(args)
+        corpus, stock_text, language, configs = debian_inputs(args, args.split)
     entries = [e for e in corpus_entries(corpus) if e.name in stock_text]
     names = [e.name for e in entries]
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731

@@ -119,8 +119,35 @@ def render_conformance(r: dict) -> list[str]:
     return lines + ["", f"Reproduce: `{r['command']}` (recorded {r['date']} at commit {r['commit']}).", ""]
 
 
+def render_tune_test(r: dict) -> list[str]:
+    """The search of ``mlopt tune`` on the test packages' own binaries: the curve (all, C, C++), its cost."""
+    exact, binaries = r["exact_binaries"]
+    run = r["searches"]["callee"]
+    lines = [f"## `mlopt tune` on the test packages: {r['corpus']}", "",
+             f"Baseline: {r['baseline']}. Metric: {r['metric']}. The callee search `mlopt tune` runs, on each "
+             f"package's own shipped binaries (a user tuning the code they ship), every move a compile and a "
+             f"link; each binary's best decisions after that many compiles. {binaries} shipped binaries (the "
+             f"heuristic relinked is the stock binary's `.text` on {exact} of them). LLVM {r['llvm_version']}.", "",
+             "| search | compiles per binary | all | C | C++ | packages smaller | largest package gain |",
+             "|---|---|---|---|---|---|---|"]
+    for name, row in r["table"].items():
+        search, n = name.rsplit(" x", 1)
+        top = min(row["packages"].items(), key=lambda kv: kv[1])
+        lines.append(f"| {search} | {n} | **{_signed(row['all'])}** | {_signed(row['c'])} | {_signed(row['c++'])} | "
+                     f"{sum(v < 0 for v in row['packages'].values())} of {len(row['packages'])} | "
+                     f"{top[0]} {_signed(top[1])} |")
+    if r.get("savings"):
+        lines += ["", "Where the savings are (bytes the accepted moves saved, by move and callee linkage):", "",
+                  *r["savings"]]
+    return lines + ["", f"Cost: {run['evaluations']:,} compiles and links, {run['seconds'] / 60:.0f} minutes on "
+                        f"2 cores ({run['seconds'] / binaries:.0f} s per binary).", "",
+                    f"Reproduce: `{r['command']}` (recorded {r['date']} at commit {r['commit']}).", ""]
+
+
 def render_headroom(r: dict) -> list[str]:
     """The oracle under full LTO: each search's curve (all, C, C++), where LTO's size comes from, the decision."""
+    if r.get("split") == "test":
+        return render_tune_test(r)
     exact, binaries = r["exact_binaries"]
     lines = [f"## Headroom under full LTO: {r['corpus']}", "",
              f"Baseline: {r['baseline']}. Metric: {r['metric']}. An oracle: the searches of `mlopt train search` "
@@ -167,6 +194,23 @@ def render_trainers(r: dict) -> list[str]:
                      f"{_pct([row['c++'] for row in rows])} | {statistics.mean(row['ratio'] for row in rows):.4f} | "
                      f"{worst[0]} {worst[1]:+.2f}% | {_pct([row['validation'] for row in rows])} | {len(rows)} | "
                      f"{minutes:.0f} |")
+    thin = r.get("thin")
+    if thin:
+        lines += ["", f"The same policies under ThinLTO, against stock ThinLTO + gc-sections + ICF: every backend "
+                      f"module of the {thin['binaries']} test binaries ({thin['modules']} modules) compiled by the "
+                      f"policy, their objects linked; nothing trained again.", "",
+                  "| trainer | ThinLTO test: all | C | C++ | ratio to stock | worst package | seeds |",
+                  "|---|---|---|---|---|---|---|"]
+        thin_kinds: dict[str, list[dict]] = {}
+        for name, row in thin["table"].items():
+            thin_kinds.setdefault(name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name,
+                                  []).append(row)
+        for kind, rows in thin_kinds.items():
+            worst = max((row["worst_package"] for row in rows), key=lambda w: w[1])
+            lines.append(f"| {kind} | **{_pct([row['all'] for row in rows])}** | {_pct([row['c'] for row in rows])} "
+                         f"| {_pct([row['c++'] for row in rows])} | "
+                         f"{statistics.mean(row['ratio'] for row in rows):.4f} | {worst[0]} {worst[1]:+.2f}% | "
+                         f"{len(rows)} |")
     return lines + ["", f"Reproduce: `{r['command']}` (recorded {r['date']} at commit {r['commit']}).", ""]
 
 
