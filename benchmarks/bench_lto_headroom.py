@@ -379,7 +379,8 @@ def main() -> int:
     final = [r for n, r in table.items() if n.endswith(f" x{args.evaluations}")]
     best_all = min(r["all"] for r in final)
     rule = "above the rule: train" if best_all <= -1.5 else "below the rule: train once for the record, then stop"
-    print(f"decision rule at {args.evaluations} compiles per binary: {best_all:+.3f}% -> {rule}")
+    if args.split == "validation":  # the rule decides on validation; on the test split it is what tune finds
+        print(f"decision rule at {args.evaluations} compiles per binary: {best_all:+.3f}% -> {rule}")
     report = {"benchmark": "benchmarks/bench_lto_headroom.py", "llvm": args.llvm,
               "llvm_version": llvm_version(args.llvm),
               # the canonical command: --resume only keeps finished searches, it changes no figure

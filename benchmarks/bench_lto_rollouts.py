@@ -12,7 +12,7 @@ an ES iteration evaluates: a BC policy of the binaries' own trace and
 relative to each layer's scale). Every rollout's cost must equal the
 ``.text`` of the binary the naive link wrote with the same policy.
 
-    python3 benchmarks/bench_lto_rollouts.py [--policies 8] [--sigma 0.02]
+    python3 benchmarks/bench_lto_rollouts.py --out /tmp/lr --record [--policies 8] [--sigma 0.02]
     python3 benchmarks/bench_lto_rollouts.py --quick --out /tmp/lr     # lz4's library, 2 policies
 """
 
@@ -30,6 +30,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import write_report  # noqa: E402
 from bench_tune_versions import GC_ICF, LIBRARY, PAIRS, build, text_of  # noqa: E402
 
 
@@ -40,6 +41,7 @@ def main() -> int:
     ap.add_argument("--llvm", type=int, default=19)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--record", action="store_true", help="write benchmarks/results/lto-rollouts-llvm<N>.json")
     ap.add_argument("--quick", action="store_true", help="lz4's library, 2 policies")
     args = ap.parse_args()
     os.environ["MLOPT_LLVM"] = str(args.llvm)
@@ -117,6 +119,13 @@ def main() -> int:
     print(f"| mlopt rollouts (inlining-lto, cached) | {n} | {ours_s:.1f} | {n / ours_s:.2f} | "
           f"{naive_s / ours_s:.2f} |")
     print(f"rollout costs equal to the naive links' .text: {n - len(mismatch)} of {n}")
+    version_text = engine(args.llvm).llvm_version
+    report = {"benchmark": "benchmarks/bench_lto_rollouts.py", "llvm": args.llvm, "llvm_version": version_text,
+              "command": "python3 benchmarks/bench_lto_rollouts.py " + " ".join(sys.argv[1:]),
+              "corpus": f"{pair} {version} (PyPI sdist): {len(entries)} binaries", "workers": args.workers,
+              "policies": args.policies, "evaluations": n, "naive_seconds": naive_s, "rollout_seconds": ours_s,
+              "equal": n - len(mismatch)}
+    write_report(report, args.out / "rollouts.json", f"lto-rollouts-llvm{args.llvm}.json" if args.record else None)
     return 0 if not mismatch else 1
 
 

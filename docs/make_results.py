@@ -55,6 +55,7 @@ HEADROOM_BENCH = "benchmarks/bench_lto_headroom.py"
 TRAINERS_BENCH = "benchmarks/bench_lto_trainers.py"
 THIN_HEADROOM_BENCH = "benchmarks/bench_thinlto_headroom.py"
 TUNE_VERSIONS_BENCH = "benchmarks/bench_tune_versions.py"
+ROLLOUTS_BENCH = "benchmarks/bench_lto_rollouts.py"
 STOCK_LABELS = {"Oz": "`-Oz`", "Oz+gc+icf": "`-Oz` + gc-sections + ICF", "thin": "ThinLTO", "full": "full LTO",
                 "full+gc+icf": "full LTO + gc-sections + ICF"}
 
@@ -62,7 +63,8 @@ STOCK_LABELS = {"Oz": "`-Oz`", "Oz+gc+icf": "`-Oz` + gc-sections + ICF", "thin":
 def _kind(r: dict) -> str:
     return {Path(STOCK_BENCH).name: "stock", Path(CONFORMANCE_BENCH).name: "conformance",
             Path(HEADROOM_BENCH).name: "headroom", Path(TRAINERS_BENCH).name: "trainers",
-            Path(THIN_HEADROOM_BENCH).name: "thin-headroom", Path(TUNE_VERSIONS_BENCH).name: "tune-versions"}.get(
+            Path(THIN_HEADROOM_BENCH).name: "thin-headroom", Path(TUNE_VERSIONS_BENCH).name: "tune-versions",
+            Path(ROLLOUTS_BENCH).name: "rollouts"}.get(
         Path(r["benchmark"]).name, "recipe")
 
 
@@ -139,6 +141,9 @@ def render_tune_test(r: dict) -> list[str]:
     if r.get("savings"):
         lines += ["", "Where the savings are (bytes the accepted moves saved, by move and callee linkage):", "",
                   *r["savings"]]
+    if r.get("growth"):
+        lines += ["", "Where full LTO's size comes from on these binaries, against `-Oz` without LTO:", "",
+                  *r["growth"]]
     return lines + ["", f"Cost: {run['evaluations']:,} compiles and links, {run['seconds'] / 60:.0f} minutes on "
                         f"2 cores ({run['seconds'] / binaries:.0f} s per binary).", "",
                     f"Reproduce: `{r['command']}` (recorded {r['date']} at commit {r['commit']}).", ""]
@@ -256,6 +261,23 @@ def render_tune_versions(r: dict) -> list[str]:
     return lines + ["", f"Reproduce: `{r['command']}` (recorded {r['date']} at commit {r['commit']}).", ""]
 
 
+def render_rollouts(r: dict) -> list[str]:
+    """Evaluations per second under full LTO: the trainers' rollouts against the naive lld relink."""
+    n = r["evaluations"]
+    return [f"## Rollouts under full LTO: {r['corpus']}", "",
+            f"Baseline: the naive loop, the build's own lld link redone with the plugin running each policy. "
+            f"Metric: evaluations (one binary, one policy) per second, {r['workers']} workers for both, one run. "
+            f"The policies are an ES iteration's ({r['policies']} perturbations of a BC policy). "
+            f"LLVM {r['llvm_version']}.", "",
+            "| loop | evaluations | seconds | evaluations/s | ratio |", "|---|---|---|---|---|",
+            f"| naive: lld's LTO link with the plugin | {n} | {r['naive_seconds']:.1f} | "
+            f"{n / r['naive_seconds']:.2f} | 1.00 |",
+            f"| mlopt rollouts (`inlining-lto`) | {n} | {r['rollout_seconds']:.1f} | "
+            f"{n / r['rollout_seconds']:.2f} | **{r['naive_seconds'] / r['rollout_seconds']:.2f}x** |", "",
+            f"Rollout costs equal to the naive links' `.text`: {r['equal']} of {n}.", "",
+            f"Reproduce: `{r['command']}` (recorded {r['date']} at commit {r['commit']}).", ""]
+
+
 def render_recipe(r: dict) -> list[str]:
     """A recipe's record: one row per configuration and LLVM, the gate, the check against stock clang."""
     runs = r["runs"]
@@ -286,7 +308,7 @@ def render_recipe(r: dict) -> list[str]:
 
 RENDERERS = {"stock": render_stock, "conformance": render_conformance, "headroom": render_headroom,
              "trainers": render_trainers, "thin-headroom": render_thin_headroom,
-             "tune-versions": render_tune_versions, "recipe": render_recipe}
+             "tune-versions": render_tune_versions, "rollouts": render_rollouts, "recipe": render_recipe}
 
 
 def render_page(results: list[dict]) -> str:
