@@ -180,11 +180,17 @@ def render_headroom(r: dict) -> list[str]:
                     f"Reproduce: `{r['command']}` (recorded {r['date']} at commit {r['commit']}).", ""]
 
 
+def _by_trainer(table: dict[str, dict]) -> dict[str, list[dict]]:
+    """A trainers table's rows by trainer, its seeds (``es-0``, ``es-1``, ...) together."""
+    kinds: dict[str, list[dict]] = {}
+    for name, row in table.items():
+        kinds.setdefault(name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name, []).append(row)
+    return kinds
+
+
 def render_trainers(r: dict) -> list[str]:
     """The trainers under full LTO on the test packages: one row per trainer (mean ± sd over its seeds)."""
-    kinds: dict[str, list[dict]] = {}
-    for name, row in r["table"].items():
-        kinds.setdefault(name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name, []).append(row)
+    kinds = _by_trainer(r["table"])
     lines = [f"## Trainers under full LTO: {r['corpus']}", "",
              f"Baseline: {r['baseline']}. Metric: {r['metric']}. Trained on {r['train_binaries']} binaries of "
              f"packages apart from the {r['validation_binaries']} validation and {r['test_binaries']} test binaries; "
@@ -206,11 +212,7 @@ def render_trainers(r: dict) -> list[str]:
                       f"policy, their objects linked; nothing trained again.", "",
                   "| trainer | ThinLTO test: all | C | C++ | ratio to stock | worst package | seeds |",
                   "|---|---|---|---|---|---|---|"]
-        thin_kinds: dict[str, list[dict]] = {}
-        for name, row in thin["table"].items():
-            thin_kinds.setdefault(name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name,
-                                  []).append(row)
-        for kind, rows in thin_kinds.items():
+        for kind, rows in _by_trainer(thin["table"]).items():
             worst = max((row["worst_package"] for row in rows), key=lambda w: w[1])
             lines.append(f"| {kind} | **{_pct([row['all'] for row in rows])}** | {_pct([row['c'] for row in rows])} "
                          f"| {_pct([row['c++'] for row in rows])} | "
