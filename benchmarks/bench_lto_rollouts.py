@@ -122,7 +122,10 @@ def main() -> int:
     version_text = engine(args.llvm).llvm_version
     report = {"benchmark": "benchmarks/bench_lto_rollouts.py", "llvm": args.llvm, "llvm_version": version_text,
               "command": "python3 benchmarks/bench_lto_rollouts.py " + " ".join(sys.argv[1:]),
+              "problem": "inlining-lto: the trainers' rollouts (no training)",
               "corpus": f"{pair} {version} (PyPI sdist): {len(entries)} binaries", "workers": args.workers,
+              "baseline": "the naive loop: the build's lld LTO link redone with the plugin running each policy",
+              "metric": "evaluations (one binary, one policy) per second, both loops on the same workers",
               "policies": args.policies, "evaluations": n, "naive_seconds": naive_s, "rollout_seconds": ours_s,
               "equal": n - len(mismatch)}
     write_report(report, args.out / "rollouts.json", f"lto-rollouts-llvm{args.llvm}.json" if args.record else None)

@@ -267,8 +267,7 @@ def render_rollouts(r: dict) -> list[str]:
     """Evaluations per second under full LTO: the trainers' rollouts against the naive lld relink."""
     n = r["evaluations"]
     return [f"## Rollouts under full LTO: {r['corpus']}", "",
-            f"Baseline: the naive loop, the build's own lld link redone with the plugin running each policy. "
-            f"Metric: evaluations (one binary, one policy) per second, {r['workers']} workers for both, one run. "
+            f"Baseline: {r['baseline']}. Metric: {r['metric']} ({r['workers']} workers, one run). "
             f"The policies are an ES iteration's ({r['policies']} perturbations of a BC policy). "
             f"LLVM {r['llvm_version']}.", "",
             "| loop | evaluations | seconds | evaluations/s | ratio |", "|---|---|---|---|---|",
