@@ -5,7 +5,8 @@ the policy (None: the heuristic), each with its forced callees, and their
 objects linked by lld as the binary's link facts say. What ``clang
 -flto=thin`` with the plugin inside lld links, code outside the backends
 (assembly) aside: the judge of a policy under ThinLTO, where
-``thinlto_binary`` costs one module against the heuristic's others.
+``thinlto_binary`` costs one module against the heuristic's others. The
+heuristic's objects come from the same on-disk cache as those siblings'.
 
 :func:`thinlto_binary_text` takes a :class:`ThinLtoBinary` (picklable, one
 pool item per binary)."""
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from ..corpus import CorpusEntry
 from ..errors import MloptError
+from .thinlto_siblings import heuristic_objects
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,11 @@ def thinlto_binary_text(binary: ThinLtoBinary, policy=None) -> int:
     with tempfile.TemporaryDirectory(prefix="mlopt-thin-") as d:
         paths = []
         for i, e in enumerate(entries):
-            r = compile(e.load(binary.llvm), policy, keep_object=True, forced_callees=binary.forced.get(e.name, {}),
+            forced = binary.forced.get(e.name, {})
+            if policy is None and not forced:  # the heuristic's object, compiled once and kept in the cache
+                paths += heuristic_objects([e], binary.llvm, lambda e: e.load(binary.llvm))
+                continue
+            r = compile(e.load(binary.llvm), policy, keep_object=True, forced_callees=forced,
                         log=policy is not None, log_callee_linkage=policy is not None)
             paths.append(Path(d) / f"{i}.o")
             paths[-1].write_bytes(r.object)
